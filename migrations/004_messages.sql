@@ -1,8 +1,13 @@
 -- +goose Up
--- An inbox exists while its agent may receive messages.
+-- An inbox exists while its agent may receive messages. waiting_until is a
+-- lease set by a receiver that blocks on its inbox: a sender notifies
+-- (pg_notify) only while it is in the future, so a message nobody waits for
+-- costs no notifying commit. It is a hint for wake-ups; the messages table is
+-- the truth.
 CREATE TABLE gb_inboxes (
-    run_id    bigint PRIMARY KEY,
-    opened_at timestamptz NOT NULL DEFAULT now()
+    run_id        bigint PRIMARY KEY,
+    opened_at     timestamptz NOT NULL DEFAULT now(),
+    waiting_until timestamptz
 );
 
 -- Messages stay after they are read: they are the transcript of a tree.

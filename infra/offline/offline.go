@@ -1,0 +1,145 @@
+// Package offline is a deterministic research policy behind the llm.Model
+// interface. It is NOT a language model: it reads the conversation, picks
+// the next tools by fixed rules (split a multi-part question into
+// sub-agents, search, read, message a sibling whose reason matches a
+// finding, wait, read messages) and writes an extractive report: the
+// sentences of what it read that best match the task, with numbered sources.
+// It lets demos, tests and benchmarks drive the real agent loop with no
+// network and no key.
+//
+// It may import jobs/llm only.
+package offline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Name is recorded as the model of runs made by this policy.
+const Name = "offline (deterministic policy, not a language model)"
+
+// Model is the offline policy.
+type Model struct {
+	// Delay is slept at each call, to stand for a model's latency in tests
+	// and demos; zero for none.
+	Delay time.Duration
+}
+
+// Name implements llm.Model.
+func (m *Model) Name() string { return Name }
+
+// Complete implements llm.Model: it decides the next turn from the request.
+func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if m.Delay > 0 {
+		select {
+		case <-time.After(m.Delay):
+		case <-ctx.Done():
+			return llm.Response{}, ctx.Err()
+		}
+	}
+	s := readState(req)
+	msg := llm.Message{Role: llm.RoleAssistant}
+	if len(req.Tools) == 0 {
+		msg.Content = s.report()
+	} else {
+		msg.ToolCalls = s.next(req)
+		if len(msg.ToolCalls) == 0 {
+			msg.Content = s.report()
+		}
+	}
+	for i := range msg.ToolCalls {
+		msg.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", s.turns+1, i+1)
+	}
+	return llm.Response{Message: msg, Usage: usage(req, msg)}, nil
+}
+
+// usage estimates tokens as four characters each, as the offline policy has
+// no tokenizer; it costs nothing.
+func usage(req llm.Request, out llm.Message) llm.Usage {
+	in := len(req.System)
+	for _, m := range req.Messages {
+		in += len(m.Content)
+		for _, c := range m.ToolCalls {
+			in += len(c.Arguments)
+		}
+	}
+	outLen := len(out.Content)
+	for _, c := range out.ToolCalls {
+		outLen += len(c.Arguments) + len(c.Name)
+	}
+	return llm.Usage{PromptTokens: (in + 3) / 4, CompletionTokens: (outLen + 3) / 4}
+}
+
+func call(name string, args any) llm.ToolCall {
+	b, _ := json.Marshal(args)
+	return llm.ToolCall{Name: name, Arguments: b}
+}
+
+// next picks the tool calls of the coming step, or none to write the report.
+func (s *state) next(req llm.Request) []llm.ToolCall {
+	var calls []llm.ToolCall
+	if !s.used["search"] {
+		if parts := splitQuestion(s.task); req.HasTool("spawn_subagent") && len(parts) >= 2 {
+			for i, p := range parts {
+				calls = append(calls, call("spawn_subagent", map[string]any{
+					"name":   partName(p, i),
+					"reason": oneLine(fmt.Sprintf("the question has %d independent parts and this one needs searches of its own: %s", len(parts), p), 300),
+					"task":   p + " Bring back the key facts with the titles and sources of the documents they come from.",
+				}))
+			}
+		}
+		return append(calls, call("search", map[string]any{"query": keywords(s.task, 6)}))
+	}
+	unread := s.unreadHits()
+	if s.reads == 0 && len(unread) > 0 {
+		calls = append(calls, call("read", map[string]any{"id": unread[0].id}))
+		if req.HasTool("list_siblings") && !s.used["list_siblings"] {
+			calls = append(calls, call("list_siblings", map[string]any{}))
+		}
+		return calls
+	}
+	if req.HasTool("send_message") && s.used["list_siblings"] && !s.used["send_message"] {
+		if to, text := s.finding(); to != "" {
+			calls = append(calls, call("send_message", map[string]any{"to": to, "text": text}))
+		}
+	}
+	if s.reads < 2 && len(unread) > 0 {
+		calls = append(calls, call("read", map[string]any{"id": unread[0].id}))
+	}
+	if req.HasTool("remember") && !s.used["remember"] && len(s.docs) > 0 {
+		d := s.docs[0]
+		if sent := bestSentences(s.task, []source{d}, 1); len(sent) > 0 {
+			calls = append(calls, call("remember", map[string]any{
+				"title": oneLine("Note on "+s.task, 120),
+				"text":  sent[0].text + " (from " + d.title + ", " + d.url + ")",
+			}))
+		}
+	}
+	if len(calls) > 0 {
+		return calls
+	}
+	if s.used["spawn_subagent"] && !s.used["wait_subagents"] {
+		return []llm.ToolCall{call("wait_subagents", map[string]any{})}
+	}
+	if req.HasTool("read_messages") && !s.used["read_messages"] {
+		wait := 0
+		if s.siblingsWorking {
+			wait = 2
+		}
+		return []llm.ToolCall{call("read_messages", map[string]any{"wait_seconds": wait})}
+	}
+	return nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

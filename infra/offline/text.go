@@ -1,0 +1,220 @@
+package offline
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// source is a text the report may quote: a document, a message or a
+// sub-agent's report.
+type source struct {
+	title, url, text string
+}
+
+type sentence struct {
+	text  string
+	src   source
+	score float64
+}
+
+var stopwords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an and are as at be by can do does for from how in into is it its
+		of on or that the this to was what when where which who why will with about between
+		their there these they those does did has have had not but if then than so such also
+		other more most some any each you your we our i me my us use used using work works`) {
+		stopwords[w] = true
+	}
+}
+
+// terms lowercases s and keeps its words that carry meaning.
+func terms(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '/'
+	}) {
+		w = strings.Trim(w, "/")
+		if len(w) > 1 && !stopwords[w] {
+			out = append(out, stem(w))
+		}
+	}
+	return out
+}
+
+// stem drops a plural or verb ending, enough to match "channels" with "channel".
+func stem(w string) string {
+	for _, suf := range []string{"ing", "es", "s"} {
+		if len(w) > len(suf)+3 && strings.HasSuffix(w, suf) {
+			return strings.TrimSuffix(w, suf)
+		}
+	}
+	return w
+}
+
+// keywords is a search query of the n first meaningful words of s.
+func keywords(s string, n int) string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '/'
+	}) {
+		if len(w) > 1 && !stopwords[w] && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+		if len(out) == n {
+			break
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+var (
+	listItemRE = regexp.MustCompile(`(?m)^\s*(?:[-*•]|\d+[.)])\s+(.+)$`)
+	questionWd = map[string]bool{"how": true, "what": true, "why": true, "when": true, "which": true,
+		"who": true, "where": true, "whether": true, "does": true, "do": true, "is": true, "are": true, "can": true}
+)
+
+// splitQuestion splits a question into independent parts: list items,
+// several questions, clauses joined by ";" or by "and" before a question
+// word. A single narrow question gives one part.
+func splitQuestion(q string) []string {
+	var parts []string
+	if items := listItemRE.FindAllStringSubmatch(q, -1); len(items) >= 2 {
+		for _, it := range items {
+			parts = append(parts, it[1])
+		}
+		return keepParts(parts)
+	}
+	for _, sent := range strings.SplitAfter(q, "?") {
+		for _, clause := range strings.Split(sent, ";") {
+			parts = append(parts, splitOnAnd(clause)...)
+		}
+	}
+	return keepParts(parts)
+}
+
+func splitOnAnd(s string) []string {
+	words := strings.Fields(s)
+	var parts []string
+	start := 0
+	for i := 1; i+1 < len(words); i++ {
+		if strings.EqualFold(words[i], "and") && questionWd[strings.ToLower(words[i+1])] {
+			parts = append(parts, strings.TrimRight(strings.Join(words[start:i], " "), ","))
+			start = i + 1
+		}
+	}
+	return append(parts, strings.Join(words[start:], " "))
+}
+
+func keepParts(parts []string) []string {
+	var out []string
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		if len(terms(p)) >= 2 {
+			if !strings.HasSuffix(p, "?") {
+				p += "?"
+			}
+			out = append(out, strings.ToUpper(p[:1])+p[1:])
+		}
+		if len(out) == 5 {
+			break
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
+// partName names the sub-agent of a part from its first meaningful words.
+func partName(p string, i int) string {
+	ws := strings.Fields(keywords(p, 2))
+	name := strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.Join(ws, "-"))
+	if name == "" {
+		name = "part"
+	}
+	if len(name) > 30 {
+		name = name[:30]
+	}
+	return fmt.Sprintf("%s-%d", strings.Trim(name, "-"), i+1)
+}
+
+var sentenceRE = regexp.MustCompile(`[^.!?\n]+[.!?]`)
+
+// bestSentences ranks the sentences of sources against the task's terms,
+// weighting rare terms more, and keeps the best n, at most two per source.
+func bestSentences(task string, sources []source, n int) []sentence {
+	want := map[string]bool{}
+	for _, t := range terms(task) {
+		want[t] = true
+	}
+	var all []sentence
+	df := map[string]int{}
+	for _, src := range sources {
+		for _, raw := range sentenceRE.FindAllString(src.text, -1) {
+			text := strings.Join(strings.Fields(raw), " ")
+			if len(text) < 30 || len(text) > 400 {
+				continue
+			}
+			seen := map[string]bool{}
+			for _, t := range terms(text) {
+				if want[t] && !seen[t] {
+					seen[t] = true
+					df[t]++
+				}
+			}
+			all = append(all, sentence{text: text, src: src})
+		}
+	}
+	for i := range all {
+		seen := map[string]bool{}
+		for _, t := range terms(all[i].text) {
+			if want[t] && !seen[t] {
+				seen[t] = true
+				all[i].score += 1 + math.Log(float64(len(all))/float64(df[t]))
+			}
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].score > all[j].score })
+	per := map[string]int{}
+	var out []sentence
+	for _, s := range all {
+		if s.score <= 0 || per[s.src.url] >= 2 {
+			continue
+		}
+		per[s.src.url]++
+		out = append(out, s)
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
+// overlap scores how much of what was found matches a text.
+func overlap(text string, found []source) float64 {
+	want := map[string]bool{}
+	for _, t := range terms(text) {
+		want[t] = true
+	}
+	score := 0.0
+	for _, f := range found {
+		for _, t := range terms(f.title + " " + f.text) {
+			if want[t] {
+				score++
+			}
+		}
+	}
+	return score
+}

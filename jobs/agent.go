@@ -1,0 +1,189 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Defaults of Config.
+const (
+	StepTimeoutDefault   = 3 * time.Minute
+	StepMaxAttempts      = 5
+	FetchCooldownDefault = 2 * time.Millisecond
+	FetchPollDefault     = 500 * time.Millisecond
+	MaxWorkersDefault    = 50
+)
+
+// Config tunes the agent and its River client.
+type Config struct {
+	// StepTimeout bounds one step job (model call, tools and commit).
+	StepTimeout time.Duration
+	// FetchCooldown is the least time between two job fetches; River's 100 ms
+	// default would add that much to every step's pickup.
+	FetchCooldown time.Duration
+	// FetchPollInterval is how often to look for jobs without a notification.
+	FetchPollInterval time.Duration
+	// MaxWorkers is how many step jobs one process runs at once.
+	MaxWorkers int
+	// RescueStuckJobsAfter is when a job left running by a dead worker is
+	// made available again; it must exceed StepTimeout.
+	RescueStuckJobsAfter time.Duration
+	// MaxCostUSD and MaxTokens are the tree budgets given to a research that
+	// does not ask for its own; 0 means no budget.
+	MaxCostUSD float64
+	MaxTokens  int64
+}
+
+func (c Config) withDefaults() Config {
+	c.StepTimeout = cmp.Or(c.StepTimeout, StepTimeoutDefault)
+	c.FetchCooldown = cmp.Or(c.FetchCooldown, FetchCooldownDefault)
+	c.FetchPollInterval = cmp.Or(c.FetchPollInterval, FetchPollDefault)
+	c.MaxWorkers = cmp.Or(c.MaxWorkers, MaxWorkersDefault)
+	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, c.StepTimeout+30*time.Second)
+	return c
+}
+
+func (c Config) validate() error {
+	if c.RescueStuckJobsAfter <= c.StepTimeout {
+		return fmt.Errorf("RescueStuckJobsAfter (%s) must be greater than StepTimeout (%s)", c.RescueStuckJobsAfter, c.StepTimeout)
+	}
+	if c.MaxCostUSD < 0 || c.MaxTokens < 0 {
+		return errors.New("budgets must not be negative")
+	}
+	return nil
+}
+
+// Agent runs research agents: it owns the River client that works and
+// inserts step jobs, the model, and the message system.
+type Agent struct {
+	pool      *pgxpool.Pool
+	model     llm.Model
+	messenger Messenger
+	logger    *slog.Logger
+	config    Config
+	river     *river.Client[pgx.Tx]
+}
+
+// Deps are what an Agent is built from.
+type Deps struct {
+	Pool      *pgxpool.Pool
+	Model     llm.Model
+	Messenger Messenger
+	Logger    *slog.Logger
+	Config    Config
+	// Work makes the River client able to work jobs (a worker); without it
+	// the client only inserts (the API and the scheduler).
+	Work bool
+}
+
+// New builds an Agent and its River client. Start works jobs when Work is set.
+func New(d Deps) (*Agent, error) {
+	if d.Pool == nil || d.Model == nil {
+		return nil, errors.New("jobs.New needs a pool and a model")
+	}
+	cfg := d.Config.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("invalid agent config: %w", err)
+	}
+	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg,
+		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &stepWorker{agent: a})
+	rc := &river.Config{
+		Workers:              workers,
+		JobTimeout:           cfg.StepTimeout,
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		FetchCooldown:        cfg.FetchCooldown,
+		FetchPollInterval:    cfg.FetchPollInterval,
+		Logger:               a.logger.With("component", "river"),
+	}
+	if d.Work {
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}}
+	}
+	client, err := river.NewClient(riverpgxv5.New(d.Pool), rc)
+	if err != nil {
+		return nil, fmt.Errorf("error creating river client: %w", err)
+	}
+	a.river = client
+	return a, nil
+}
+
+// River returns the agent's River client.
+func (a *Agent) River() *river.Client[pgx.Tx] { return a.river }
+
+// Pool returns the agent's database pool.
+func (a *Agent) Pool() *pgxpool.Pool { return a.pool }
+
+// ModelName is the name recorded on the runs this agent starts.
+func (a *Agent) ModelName() string { return a.model.Name() }
+
+// Start starts working jobs. Stop must be called before the process exits
+// or freezes.
+func (a *Agent) Start(ctx context.Context) error {
+	if err := a.river.Start(ctx); err != nil {
+		return fmt.Errorf("error starting river client: %w", err)
+	}
+	return nil
+}
+
+// Stop stops fetching jobs and waits for running ones; when ctx ends first,
+// running jobs are cancelled and go back to the queue.
+func (a *Agent) Stop(ctx context.Context) error {
+	err := a.river.Stop(ctx)
+	if err != nil && ctx.Err() != nil {
+		err = a.river.StopAndCancel(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		return fmt.Errorf("error stopping river client: %w", err)
+	}
+	return nil
+}
+
+// stepWorker is the River worker of step jobs.
+type stepWorker struct {
+	river.WorkerDefaults[StepArgs]
+	agent *Agent
+}
+
+func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return w.agent.config.StepTimeout }
+
+func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
+	return w.agent.step(ctx, job)
+}
+
+// StepArgs are the arguments of a step job: the run and the step number it
+// will make (1 for the first).
+type StepArgs struct {
+	RunID int64 `json:"run_id"`
+	Step  int   `json:"step"`
+}
+
+// StepKind is the River job kind of a step.
+const StepKind = "gb_step"
+
+// Kind implements river.JobArgs.
+func (StepArgs) Kind() string { return StepKind }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (StepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: StepMaxAttempts}
+}
+
+// enqueueStep inserts the job of a run's next step in tx.
+func (a *Agent) enqueueStep(ctx context.Context, tx pgx.Tx, runID int64, step int) error {
+	if _, err := a.river.InsertTx(ctx, tx, StepArgs{RunID: runID, Step: step}, nil); err != nil {
+		return fmt.Errorf("error inserting step job: %w", err)
+	}
+	return nil
+}

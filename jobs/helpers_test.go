@@ -1,0 +1,100 @@
+package jobs_test
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gbresearch/gb/infra/dbtest"
+	"github.com/gbresearch/gb/infra/offline"
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/kb"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+type testBundle struct {
+	pool   *pgxpool.Pool
+	agent  *jobs.Agent
+	userID int64
+}
+
+type setupOpts struct {
+	model  llm.Model
+	noWork bool
+	config jobs.Config
+	msgr   jobs.Messenger
+}
+
+// setup makes a fresh database with a small Go-docs dataset, a user and a
+// started agent, stopped when the test ends.
+func setup(t *testing.T, o setupOpts) *testBundle {
+	t.Helper()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	loadDocs(t, pool)
+	if o.model == nil {
+		o.model = &offline.Model{}
+	}
+	a, err := jobs.New(jobs.Deps{Pool: pool, Model: o.model, Messenger: o.msgr, Work: !o.noWork, Config: o.config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.noWork {
+		if err := a.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = a.Stop(sctx)
+		})
+	}
+	if _, err := jobs.CreateKey(ctx, pool, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	uid, err := jobs.UserID(ctx, pool, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testBundle{pool: pool, agent: a, userID: uid}
+}
+
+func loadDocs(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	src := filepath.Join(runtime.GOROOT(), "src")
+	var paths []string
+	for _, p := range []string{"context", "sync", "time", "errors", "strings", "net/http", "io", "bufio"} {
+		paths = append(paths, filepath.Join(src, p))
+	}
+	docs, err := kb.FromPaths(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// FromPaths walks subdirectories too; keep only the packages asked for.
+	if _, err := kb.Load(context.Background(), pool, jobs.DefaultDataset, docs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitEnded polls a run until it ends or the deadline passes.
+func waitEnded(t *testing.T, pool *pgxpool.Pool, id int64, within time.Duration) *jobs.Run {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		run, err := jobs.GetRun(context.Background(), pool, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Ended() {
+			return run
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %d did not end within %s: status %s state %s steps %d", id, within, run.Status, run.State, run.Steps)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

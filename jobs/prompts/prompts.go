@@ -1,0 +1,58 @@
+// Package prompts holds the system prompts of research agents as embedded
+// Markdown files, one per part, and joins the parts an agent is given.
+//
+// It may import nothing of the project.
+package prompts
+
+import (
+	_ "embed"
+	"fmt"
+	"strings"
+	"text/template"
+)
+
+var (
+	// Research is the base every research agent gets.
+	//go:embed research.md
+	Research string
+	// Knowledge explains the knowledge-base tools.
+	//go:embed knowledge.md
+	Knowledge string
+	// Spawn is the spawning policy, for agents that may spawn.
+	//go:embed spawn.md
+	Spawn string
+	// Messaging explains the sibling tools, for sub-agents.
+	//go:embed messaging.md
+	Messaging string
+
+	//go:embed subagent.md
+	subagentText string
+	subagentTmpl = template.Must(template.New("subagent").Parse(subagentText))
+)
+
+// SubagentData fills the sub-agent template.
+type SubagentData struct {
+	Name     string
+	Reason   string
+	CanSpawn bool
+}
+
+// Subagent renders the part that tells a sub-agent who it is and why it exists.
+func Subagent(d SubagentData) (string, error) {
+	var b strings.Builder
+	if err := subagentTmpl.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("error rendering sub-agent prompt: %w", err)
+	}
+	return b.String(), nil
+}
+
+// Join joins prompt parts with a blank line, trimming each and skipping empties.
+func Join(parts ...string) string {
+	kept := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "\n\n")
+}

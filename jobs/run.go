@@ -1,0 +1,170 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Run statuses.
+const (
+	StatusQueued    = "queued"
+	StatusWorking   = "working"
+	StatusWaiting   = "waiting"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+)
+
+// Agent states, recorded in the run's state history as they change.
+const (
+	StateQueued    = "queued"
+	StateThinking  = "thinking"
+	StateSearching = "searching"
+	StateReading   = "reading"
+	StateWriting   = "writing"
+	StateSpawning  = "spawning"
+	StateWaiting   = "waiting"
+	StateMessaging = "messaging"
+	StateDone      = "done"
+	StateFailed    = "failed"
+)
+
+// ErrNotFound is returned for a run that does not exist or that the caller
+// does not own.
+var ErrNotFound = errors.New("run not found")
+
+// DB is what the store needs of a pool or a transaction.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Run is one agent: a root research or a sub-agent.
+type Run struct {
+	ID               int64      `json:"id"`
+	UserID           int64      `json:"-"`
+	ParentID         *int64     `json:"parent_id"`
+	RootID           int64      `json:"root_id"`
+	Depth            int        `json:"depth"`
+	Name             string     `json:"name"`
+	Reason           string     `json:"reason"`
+	Topic            string     `json:"topic"`
+	Model            string     `json:"model"`
+	Dataset          string     `json:"dataset"`
+	Status           string     `json:"status"`
+	State            string     `json:"state"`
+	MaxSteps         int        `json:"max_steps"`
+	Steps            int        `json:"steps"`
+	PromptTokens     int64      `json:"prompt_tokens"`
+	CompletionTokens int64      `json:"completion_tokens"`
+	Tokens           int64      `json:"tokens"`
+	CostUSD          float64    `json:"cost_usd"`
+	MaxCostUSD       *float64   `json:"max_cost_usd,omitempty"`
+	MaxTokens        *int64     `json:"max_tokens,omitempty"`
+	WaitNames        []string   `json:"-"`
+	WaitCallID       string     `json:"-"`
+	Report           string     `json:"report"`
+	Error            string     `json:"error"`
+	CreatedAt        time.Time  `json:"created_at"`
+	StartedAt        *time.Time `json:"started_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	EndedAt          *time.Time `json:"ended_at"`
+}
+
+// Ended reports whether the run has finished, one way or the other.
+func (r *Run) Ended() bool { return r.Status == StatusSucceeded || r.Status == StatusFailed }
+
+// IsRoot reports whether a user started the run (it has no parent).
+func (r *Run) IsRoot() bool { return r.ParentID == nil }
+
+const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic, model, dataset,
+	status, state, max_steps, steps, prompt_tokens, completion_tokens, tokens, cost_usd::float8,
+	max_cost_usd::float8, max_tokens, wait_names, wait_call_id, report, error,
+	created_at, started_at, updated_at, ended_at`
+
+func scanRun(row pgx.Row) (*Run, error) {
+	var r Run
+	err := row.Scan(&r.ID, &r.UserID, &r.ParentID, &r.RootID, &r.Depth, &r.Name, &r.Reason,
+		&r.Topic, &r.Model, &r.Dataset, &r.Status, &r.State, &r.MaxSteps, &r.Steps,
+		&r.PromptTokens, &r.CompletionTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
+		&r.WaitNames, &r.WaitCallID, &r.Report, &r.Error,
+		&r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error reading run: %w", err)
+	}
+	return &r, nil
+}
+
+// GetRun loads a run by id, whoever owns it.
+func GetRun(ctx context.Context, db DB, id int64) (*Run, error) {
+	return scanRun(db.QueryRow(ctx, "SELECT "+runColumns+" FROM gb_agent_research_runs WHERE id = $1", id))
+}
+
+// lockRun loads a run and locks its row until the transaction ends.
+func lockRun(ctx context.Context, tx pgx.Tx, id int64) (*Run, error) {
+	return scanRun(tx.QueryRow(ctx, "SELECT "+runColumns+" FROM gb_agent_research_runs WHERE id = $1 FOR UPDATE", id))
+}
+
+// children lists the sub-agents of a run, oldest first.
+func children(ctx context.Context, db DB, parentID int64) ([]*Run, error) {
+	return queryRuns(ctx, db, "SELECT "+runColumns+" FROM gb_agent_research_runs WHERE parent_id = $1 ORDER BY id", parentID)
+}
+
+func queryRuns(ctx context.Context, db DB, sql string, args ...any) ([]*Run, error) {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("error querying runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []*Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error querying runs: %w", err)
+	}
+	return runs, nil
+}
+
+// setState records a state change of a run: its current state and a row of
+// its history. It runs on its own so progress shows while a step works.
+func setState(ctx context.Context, db DB, runID int64, state string, step int) error {
+	_, err := db.Exec(ctx, `WITH u AS (
+			UPDATE gb_agent_research_runs SET state = $2, updated_at = now()
+			WHERE id = $1 AND status NOT IN ('succeeded', 'failed') AND state <> $2
+			RETURNING id)
+		INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, $2, $3 FROM u`,
+		runID, state, step)
+	if err != nil {
+		return fmt.Errorf("error recording state %s: %w", state, err)
+	}
+	return nil
+}
+
+// StateChange is one entry of a run's state history.
+type StateChange struct {
+	State string    `json:"state"`
+	Step  int       `json:"step"`
+	At    time.Time `json:"at"`
+}
+
+// States returns a run's state history, oldest first.
+func States(ctx context.Context, db DB, runID int64) ([]StateChange, error) {
+	rows, err := db.Query(ctx, "SELECT state, step, at FROM gb_agent_research_states WHERE run_id = $1 ORDER BY id", runID)
+	if err != nil {
+		return nil, fmt.Errorf("error reading states: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[StateChange])
+}

@@ -1,0 +1,273 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gbresearch/gb/jobs/kb"
+)
+
+// Limits of a research a user starts.
+const (
+	// MaxWorkingPerUser is how many root researches one user may have
+	// queued, working or waiting at once. Sub-agents do not count.
+	MaxWorkingPerUser = 3
+	// MaxTopicLen bounds a research topic, in characters.
+	MaxTopicLen = 2000
+	// DefaultDataset is the knowledge base a research uses when it names none.
+	DefaultDataset = "godoc"
+)
+
+// ErrTooManyWorking is returned when a user already has MaxWorkingPerUser
+// researches working.
+var ErrTooManyWorking = fmt.Errorf("you already have %d researches working, the most allowed at once; "+
+	"wait for one to end or cancel one", MaxWorkingPerUser)
+
+// FieldError is invalid input, naming the field and what is allowed.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// StartParams are the inputs of a new root research.
+type StartParams struct {
+	UserID     int64
+	Topic      string
+	MaxSteps   int
+	Dataset    string
+	MaxCostUSD float64
+	MaxTokens  int64
+	// ScheduleKey makes the start idempotent: a second start with the same
+	// key returns the first run instead of creating one.
+	ScheduleKey string
+}
+
+// Validate checks the inputs and fills the defaults.
+func (p *StartParams) Validate() error {
+	p.Topic = strings.TrimSpace(p.Topic)
+	switch n := utf8.RuneCountInString(p.Topic); {
+	case n == 0:
+		return &FieldError{"topic", "is required: the question to research, 1 to 2000 characters"}
+	case n > MaxTopicLen:
+		return &FieldError{"topic", fmt.Sprintf("is %d characters; at most %d are allowed", n, MaxTopicLen)}
+	}
+	if p.MaxSteps == 0 {
+		p.MaxSteps = DefaultMaxSteps
+	}
+	if p.MaxSteps < 1 || p.MaxSteps > MaxMaxSteps {
+		return &FieldError{"max_steps", fmt.Sprintf("must be between 1 and %d (got %d)", MaxMaxSteps, p.MaxSteps)}
+	}
+	if p.Dataset == "" {
+		p.Dataset = DefaultDataset
+	}
+	if p.MaxCostUSD < 0 || p.MaxCostUSD > 1000 {
+		return &FieldError{"max_cost_usd", "must be between 0 (no budget) and 1000"}
+	}
+	if p.MaxTokens < 0 {
+		return &FieldError{"max_tokens", "must be 0 (no budget) or more"}
+	}
+	return nil
+}
+
+// StartResearch validates p and, in one transaction with the user's row
+// locked, checks the per-user limit and inserts the root run and its first
+// step job. created is false when ScheduleKey matched an existing run.
+func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, created bool, err error) {
+	if err := p.Validate(); err != nil {
+		return nil, false, err
+	}
+	if p.MaxCostUSD == 0 {
+		p.MaxCostUSD = a.config.MaxCostUSD
+	}
+	if p.MaxTokens == 0 {
+		p.MaxTokens = a.config.MaxTokens
+	}
+	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM gb_users WHERE id = $1 FOR UPDATE", p.UserID); err != nil {
+			return fmt.Errorf("error locking user: %w", err)
+		}
+		if p.ScheduleKey != "" {
+			existing, err := scanRun(tx.QueryRow(ctx, "SELECT "+runColumns+" FROM gb_agent_research_runs WHERE schedule_key = $1", p.ScheduleKey))
+			if err == nil {
+				run = existing
+				return nil
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		ok, err := kb.DatasetExists(ctx, tx, p.Dataset)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			names, _ := kb.Datasets(ctx, tx)
+			return &FieldError{"dataset", fmt.Sprintf("unknown dataset %q; available: %s", p.Dataset, strings.Join(names, ", "))}
+		}
+		var working int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_runs
+			WHERE user_id = $1 AND parent_id IS NULL AND status IN ('queued', 'working', 'waiting')`, p.UserID).Scan(&working); err != nil {
+			return fmt.Errorf("error counting working researches: %w", err)
+		}
+		if working >= MaxWorkingPerUser {
+			return ErrTooManyWorking
+		}
+		run, err = scanRun(tx.QueryRow(ctx, `WITH n AS (SELECT nextval('gb_agent_research_runs_id_seq') AS id)
+			INSERT INTO gb_agent_research_runs (id, root_id, user_id, topic, model, dataset, max_steps,
+				max_cost_usd, max_tokens, schedule_key)
+			SELECT n.id, n.id, $1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, '') FROM n
+			RETURNING `+runColumns,
+			p.UserID, p.Topic, a.model.Name(), p.Dataset, p.MaxSteps, p.MaxCostUSD, p.MaxTokens, p.ScheduleKey))
+		if err != nil {
+			return fmt.Errorf("error inserting research: %w", err)
+		}
+		created = true
+		if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state) VALUES ($1, 'queued')`, run.ID); err != nil {
+			return fmt.Errorf("error recording state: %w", err)
+		}
+		if err := addEvent(ctx, tx, run, EventQueued, map[string]any{"topic": oneLine(run.Topic, 200)}); err != nil {
+			return err
+		}
+		return a.enqueueStep(ctx, tx, run.ID, 1)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return run, created, nil
+}
+
+// GetForUser returns a run the user owns.
+func GetForUser(ctx context.Context, db DB, userID, id int64) (*Run, error) {
+	run, err := GetRun(ctx, db, id)
+	if err != nil {
+		return nil, err
+	}
+	if run.UserID != userID {
+		return nil, ErrNotFound
+	}
+	return run, nil
+}
+
+// ListParams select and page a user's runs, newest first.
+type ListParams struct {
+	UserID   int64
+	ParentID *int64
+	Status   string
+	// Before is a cursor: only runs with a smaller id are listed.
+	Before int64
+	Limit  int
+}
+
+// List returns a page of the user's runs and the cursor of the next page
+// (0 when there is none).
+func List(ctx context.Context, db DB, p ListParams) ([]*Run, int64, error) {
+	if p.Limit <= 0 || p.Limit > 100 {
+		p.Limit = 20
+	}
+	runs, err := queryRuns(ctx, db, "SELECT "+runColumns+` FROM gb_agent_research_runs
+		WHERE user_id = $1 AND ($2::bigint IS NULL OR parent_id = $2) AND ($3 = '' OR status = $3)
+		  AND ($4 = 0 OR id < $4)
+		ORDER BY id DESC LIMIT $5`, p.UserID, p.ParentID, p.Status, p.Before, p.Limit+1)
+	if err != nil {
+		return nil, 0, err
+	}
+	var next int64
+	if len(runs) > p.Limit {
+		runs = runs[:p.Limit]
+		next = runs[len(runs)-1].ID
+	}
+	return runs, next, nil
+}
+
+// Tree returns every run of the tree a run belongs to, by depth then id.
+func Tree(ctx context.Context, db DB, rootID int64) ([]*Run, error) {
+	return queryRuns(ctx, db, "SELECT "+runColumns+` FROM gb_agent_research_runs
+		WHERE root_id = $1 ORDER BY depth, id`, rootID)
+}
+
+// Subtree returns a run and its descendants.
+func Subtree(ctx context.Context, db DB, id int64) ([]*Run, error) {
+	return queryRuns(ctx, db, `WITH RECURSIVE t AS (
+			SELECT id FROM gb_agent_research_runs WHERE id = $1
+			UNION ALL SELECT r.id FROM gb_agent_research_runs r JOIN t ON r.parent_id = t.id)
+		SELECT `+runColumns+` FROM gb_agent_research_runs WHERE id IN (SELECT id FROM t) ORDER BY depth, id`, id)
+}
+
+// Cancel ends a run the user owns and its descendants, as failed with
+// "cancelled by its owner"; its parent, if parked on it, resumes.
+func (a *Agent) Cancel(ctx context.Context, userID, id int64) (*Run, error) {
+	var out *Run
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		seen, err := GetForUser(ctx, tx, userID, id)
+		if err != nil {
+			return err
+		}
+		run, err := a.lockTree(ctx, tx, seen)
+		if err != nil {
+			return err
+		}
+		if run == nil {
+			return ErrNotFound
+		}
+		if !run.Ended() {
+			if err := a.cancelJobs(ctx, tx, []int64{run.ID}, true); err != nil {
+				return err
+			}
+			if err := a.endRun(ctx, tx, run, StatusFailed, "", "cancelled by its owner"); err != nil {
+				return err
+			}
+		}
+		out, err = GetRun(ctx, tx, id)
+		return err
+	})
+	return out, err
+}
+
+// Delete deletes a run the user owns with its sub-agents, their messages,
+// and their jobs.
+func (a *Agent) Delete(ctx context.Context, userID, id int64) error {
+	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		seen, err := GetForUser(ctx, tx, userID, id)
+		if err != nil {
+			return err
+		}
+		run, err := a.lockTree(ctx, tx, seen)
+		if err != nil {
+			return err
+		}
+		if run == nil {
+			return ErrNotFound
+		}
+		tree, err := Subtree(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		ids := make([]int64, len(tree))
+		for i, r := range tree {
+			ids[i] = r.ID
+		}
+		if err := a.cancelJobs(ctx, tx, ids, true); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM gb_messages WHERE to_id = ANY($1) OR from_id = ANY($1)", ids); err != nil {
+			return fmt.Errorf("error deleting messages: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM gb_inboxes WHERE run_id = ANY($1)", ids); err != nil {
+			return fmt.Errorf("error deleting inboxes: %w", err)
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM gb_agent_research_runs WHERE id = $1", id); err != nil {
+			return fmt.Errorf("error deleting run %d: %w", id, err)
+		}
+		if run.ParentID != nil {
+			return a.maybeResume(ctx, tx, *run.ParentID)
+		}
+		return nil
+	})
+}

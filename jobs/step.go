@@ -1,0 +1,240 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// lastStepNote is what an agent is told on its last step, when it gets no tools.
+const lastStepNote = "This is your last step and you have no tools left: write your report now from what you have, with its sources."
+
+// budgetNote is what a root is told when its tree's budget ran out.
+const budgetNote = "The budget of this research is exhausted and you have no tools left: write your report now from what you have, with its sources."
+
+// step makes one step of a run: one model call, the tools it asked for, and
+// one transaction that records it all and hands over to what comes next.
+func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) error {
+	step := job.Args.Step
+	run, err := GetRun(ctx, a.pool, job.Args.RunID)
+	if errors.Is(err, ErrNotFound) {
+		return nil // deleted while queued
+	}
+	if err != nil {
+		return err
+	}
+	if run.Ended() || run.Status == StatusWaiting || run.Steps != step-1 {
+		a.logger.InfoContext(ctx, "skipping stale step job", "run_id", run.ID, "step", step,
+			"status", run.Status, "steps", run.Steps)
+		return nil
+	}
+	history, err := conversation(ctx, a.pool, run.ID)
+	if err != nil {
+		return err
+	}
+	var prelude []llm.Message
+	if step == 1 {
+		prelude = append(prelude, llm.Message{Role: llm.RoleUser, Content: run.Topic})
+	}
+	if run.WaitCallID != "" {
+		result, err := a.waitResult(ctx, a.pool, run, run.WaitNames)
+		if err != nil {
+			return err
+		}
+		prelude = append(prelude, llm.Message{Role: llm.RoleTool, ToolCallID: run.WaitCallID,
+			Name: toolWaitSubagents, Content: result})
+	}
+
+	exhausted, err := budgetExhausted(ctx, a.pool, run)
+	if err != nil {
+		return err
+	}
+	if exhausted != "" && !run.IsRoot() {
+		return a.endAfter(ctx, job, run, StatusFailed, "", exhausted)
+	}
+	last := step >= run.MaxSteps || exhausted != ""
+	req, err := a.request(run, append(history, prelude...), last, exhausted != "")
+	if err != nil {
+		return err
+	}
+	if err := setState(ctx, a.pool, run.ID, StateThinking, step); err != nil {
+		return err
+	}
+	resp, err := a.model.Complete(ctx, req)
+	if err != nil {
+		if errors.Is(err, llm.ErrPermanent) || job.Attempt >= job.MaxAttempts {
+			return a.endAfter(ctx, job, run, StatusFailed, "", "model error: "+err.Error())
+		}
+		return fmt.Errorf("model call of run %d step %d: %w", run.ID, step, err)
+	}
+	reply := resp.Message
+	reply.Role = llm.RoleAssistant
+	if last {
+		reply.ToolCalls = nil
+	}
+	if state := toolsState(reply.ToolCalls); state != "" {
+		if err := setState(ctx, a.pool, run.ID, state, step); err != nil {
+			return err
+		}
+	}
+	if err := a.waitForMessages(ctx, run, reply.ToolCalls); err != nil {
+		return err
+	}
+	return a.commitStep(ctx, job, run, prelude, reply, resp.Usage)
+}
+
+// commitStep runs the step's tools and records the step in one transaction,
+// then inserts the next step job, parks the run or ends it.
+func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *Run,
+	prelude []llm.Message, reply llm.Message, usage llm.Usage) error {
+	step := job.Args.Step
+	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		run, err := a.lockTree(ctx, tx, seen)
+		if err != nil {
+			return err
+		}
+		if run == nil || run.Ended() || run.Status == StatusWaiting || run.Steps != step-1 {
+			return completeJob(ctx, tx, job) // cancelled, deleted or already done meanwhile
+		}
+		env := &toolEnv{agent: a, tx: tx, run: run, step: step}
+		msgs := append(append([]llm.Message{}, prelude...), reply)
+		for _, call := range reply.ToolCalls {
+			result, err := a.runTool(ctx, env, call)
+			if err != nil {
+				return err
+			}
+			if env.park != nil && env.park.callID == call.ID {
+				continue // answered when the run resumes
+			}
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result})
+		}
+		if err := recordStep(ctx, tx, run, step, msgs, usage); err != nil {
+			return err
+		}
+		if err := addEvent(ctx, tx, run, EventStep, map[string]any{"step": step,
+			"tools": toolNames(reply.ToolCalls), "tokens": usage.PromptTokens + usage.CompletionTokens}); err != nil {
+			return err
+		}
+		switch {
+		case env.ended:
+			// a tool ended the run (it cancelled itself through its tree)
+		case len(reply.ToolCalls) == 0 && reply.Content != "":
+			if err := a.endRun(ctx, tx, run, StatusSucceeded, reply.Content, ""); err != nil {
+				return err
+			}
+		case len(reply.ToolCalls) == 0:
+			if err := a.endRun(ctx, tx, run, StatusFailed, "", "the agent ended without writing a report"); err != nil {
+				return err
+			}
+		case env.park != nil:
+			if err := a.park(ctx, tx, run, env.park); err != nil {
+				return err
+			}
+		default:
+			if err := a.enqueueStep(ctx, tx, run.ID, step+1); err != nil {
+				return err
+			}
+		}
+		return completeJob(ctx, tx, job)
+	})
+}
+
+// lockTree locks the root of the run's tree, then the run itself, so that
+// every writer of a tree takes its locks in the same order. It returns nil
+// when the run is gone.
+func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error) {
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM gb_agent_research_runs WHERE id = $1 FOR UPDATE", run.RootID); err != nil {
+		return nil, fmt.Errorf("error locking tree %d: %w", run.RootID, err)
+	}
+	locked, err := lockRun(ctx, tx, run.ID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return locked, err
+}
+
+// recordStep appends the step's messages and adds its usage to the run.
+func recordStep(ctx context.Context, tx pgx.Tx, run *Run, step int, msgs []llm.Message, u llm.Usage) error {
+	b, err := json.Marshal(msgs)
+	if err != nil {
+		return fmt.Errorf("error encoding step messages: %w", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO gb_agent_research_steps
+		(run_id, step, messages, prompt_tokens, completion_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6)`,
+		run.ID, step, b, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+	if err != nil {
+		return fmt.Errorf("error recording step %d of run %d: %w", step, run.ID, err)
+	}
+	_, err = tx.Exec(ctx, `UPDATE gb_agent_research_runs SET
+			steps = $2, prompt_tokens = prompt_tokens + $3, completion_tokens = completion_tokens + $4,
+			tokens = tokens + $3 + $4, cost_usd = cost_usd + $5,
+			status = 'working', started_at = coalesce(started_at, now()), updated_at = now(),
+			wait_names = '{}', wait_call_id = ''
+		WHERE id = $1`, run.ID, step, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+	if err != nil {
+		return fmt.Errorf("error updating usage of run %d: %w", run.ID, err)
+	}
+	run.Steps = step
+	run.Status = StatusWorking
+	return nil
+}
+
+// conversation loads the messages of every committed step of a run.
+func conversation(ctx context.Context, db DB, runID int64) ([]llm.Message, error) {
+	rows, err := db.Query(ctx, "SELECT messages FROM gb_agent_research_steps WHERE run_id = $1 ORDER BY step", runID)
+	if err != nil {
+		return nil, fmt.Errorf("error loading conversation: %w", err)
+	}
+	defer rows.Close()
+	var all []llm.Message
+	for rows.Next() {
+		var msgs []llm.Message
+		if err := rows.Scan(&msgs); err != nil {
+			return nil, fmt.Errorf("error reading conversation: %w", err)
+		}
+		all = append(all, msgs...)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("error loading conversation: %w", err)
+	}
+	return all, nil
+}
+
+// endAfter ends a run outside a step's normal flow (a failed model call, a
+// sub-agent out of budget) and completes the job in the same transaction.
+func (a *Agent) endAfter(ctx context.Context, job *river.Job[StepArgs], seen *Run, status, report, errText string) error {
+	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		run, err := a.lockTree(ctx, tx, seen)
+		if err != nil {
+			return err
+		}
+		if run != nil && !run.Ended() {
+			if err := a.endRun(ctx, tx, run, status, report, errText); err != nil {
+				return err
+			}
+		}
+		return completeJob(ctx, tx, job)
+	})
+}
+
+func completeJob(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs]) error {
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+		return fmt.Errorf("error completing job %d: %w", job.ID, err)
+	}
+	return nil
+}
+
+func toolNames(calls []llm.ToolCall) []string {
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = c.Name
+	}
+	return names
+}

@@ -1,0 +1,326 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Limits of a research tree, checked in the transaction that would break them.
+const (
+	// MaxSubagentsPerAgent bounds the sub-agents one agent may spawn.
+	MaxSubagentsPerAgent = 5
+	// MaxSubagentsPerTree bounds the sub-agents of a whole research.
+	MaxSubagentsPerTree = 10
+	// MaxSubagentDepth is the number of generations of sub-agents: a root
+	// spawns depth 1, which may spawn depth 2, which gets no spawn tool.
+	MaxSubagentDepth = 2
+	// DefaultMaxSteps is the step budget of an agent that names none.
+	DefaultMaxSteps = 10
+	// MaxMaxSteps is the largest step budget an agent may have.
+	MaxMaxSteps = 40
+	// MaxNameLen, MaxReasonLen and MaxTaskLen bound spawn_subagent's input.
+	MaxNameLen   = 40
+	MaxReasonLen = 300
+	MaxTaskLen   = 2000
+)
+
+// CancelledByParent is the error of a sub-agent ended because the agent
+// that spawned it ended.
+const CancelledByParent = "cancelled: the agent that spawned it ended"
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+
+func init() {
+	register(&tool{
+		spec: llm.ToolSpec{Name: toolSpawnSubagent,
+			Description: "Start a sub-agent: a research agent of its own for an independent part of your question. Returns at once with its name and run id.",
+			Parameters: schema(`{"type":"object","properties":{` +
+				`"name":{"type":"string","description":"1 to 40 letters, digits, - or _; unique among your sub-agents"},` +
+				`"reason":{"type":"string","description":"why this sub-agent has to exist, in one sentence (at most 300 characters)"},` +
+				`"task":{"type":"string","description":"a self-contained task that says what to bring back (at most 2000 characters)"},` +
+				`"max_steps":{"type":"integer","minimum":1,"maximum":40}},` +
+				`"required":["name","reason","task"],"additionalProperties":false}`)},
+		state: StateSpawning,
+		run:   runSpawn,
+	})
+	register(&tool{
+		spec: llm.ToolSpec{Name: toolWaitSubagents,
+			Description: "Wait until the named sub-agents (default: all of yours) have ended and get their reports, or their errors.",
+			Parameters: schema(`{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"}}},` +
+				`"additionalProperties":false}`)},
+		state: StateWaiting,
+		run:   runWait,
+	})
+	register(&tool{
+		spec: llm.ToolSpec{Name: toolCancelSubagent,
+			Description: "End one of your sub-agents (and its own sub-agents) now, when its work is no longer needed.",
+			Parameters: schema(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],` +
+				`"additionalProperties":false}`)},
+		state: StateSpawning,
+		run:   runCancelSubagent,
+	})
+}
+
+func runSpawn(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
+	var args struct {
+		Name     string `json:"name"`
+		Reason   string `json:"reason"`
+		Task     string `json:"task"`
+		MaxSteps int    `json:"max_steps"`
+	}
+	shape := `{"name": "...", "reason": "...", "task": "...", "max_steps": 1..40}`
+	if err := decodeArgs(raw, &args, shape); err != nil {
+		return "", err
+	}
+	child, err := env.agent.spawn(ctx, env.tx, env.run, SpawnParams{Name: args.Name,
+		Reason: args.Reason, Task: args.Task, MaxSteps: args.MaxSteps})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("started sub-agent %q (run %d): %s", child.Name, child.ID, oneLine(child.Topic, 120)), nil
+}
+
+// SpawnParams are the inputs of a spawn.
+type SpawnParams struct {
+	Name     string
+	Reason   string
+	Task     string
+	MaxSteps int
+}
+
+// spawn checks the spawn's input and the tree's limits with the root row
+// locked (the caller's transaction holds it), then inserts the child run,
+// its inbox and its first step job. A refused spawn is a toolError.
+func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams) (*Run, error) {
+	p.Name, p.Reason, p.Task = strings.TrimSpace(p.Name), strings.TrimSpace(p.Reason), strings.TrimSpace(p.Task)
+	switch {
+	case parent.Depth >= MaxSubagentDepth:
+		return nil, toolErrorf("you cannot spawn sub-agents: the tree allows %d generations of sub-agents", MaxSubagentDepth)
+	case !nameRE.MatchString(p.Name):
+		return nil, toolErrorf("name must be 1 to %d letters, digits, - or _ (got %q)", MaxNameLen, p.Name)
+	case p.Reason == "":
+		return nil, toolErrorf("reason is required: say in one sentence why this sub-agent has to exist, " +
+			"what it covers that you cannot cover cheaply yourself; if you cannot, do not spawn it and do the work yourself")
+	case len(p.Reason) > MaxReasonLen:
+		return nil, toolErrorf("reason must be at most %d characters (got %d)", MaxReasonLen, len(p.Reason))
+	case p.Task == "":
+		return nil, toolErrorf("task is required: a self-contained task that says what to bring back")
+	case len(p.Task) > MaxTaskLen:
+		return nil, toolErrorf("task must be at most %d characters (got %d)", MaxTaskLen, len(p.Task))
+	case p.MaxSteps < 0 || p.MaxSteps > MaxMaxSteps:
+		return nil, toolErrorf("max_steps must be 1 to %d (got %d)", MaxMaxSteps, p.MaxSteps)
+	}
+	if p.MaxSteps == 0 {
+		p.MaxSteps = DefaultMaxSteps
+	}
+	var mine, inTree int
+	var taken bool
+	err := tx.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE parent_id = $1),
+			count(*) FILTER (WHERE parent_id IS NOT NULL),
+			coalesce(bool_or(parent_id = $1 AND name = $3), false)
+		FROM gb_agent_research_runs WHERE root_id = $2`, parent.ID, parent.RootID, p.Name).
+		Scan(&mine, &inTree, &taken)
+	if err != nil {
+		return nil, fmt.Errorf("error counting sub-agents: %w", err)
+	}
+	switch {
+	case taken:
+		return nil, toolErrorf("you already have a sub-agent named %q; pick another name", p.Name)
+	case mine >= MaxSubagentsPerAgent:
+		return nil, toolErrorf("limit reached: an agent may spawn at most %d sub-agents", MaxSubagentsPerAgent)
+	case inTree >= MaxSubagentsPerTree:
+		return nil, toolErrorf("limit reached: a research may have at most %d sub-agents in all", MaxSubagentsPerTree)
+	}
+	child, err := scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs
+			(user_id, parent_id, root_id, depth, name, reason, topic, model, dataset, max_steps)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+runColumns,
+		parent.UserID, parent.ID, parent.RootID, parent.Depth+1, p.Name, p.Reason, p.Task,
+		parent.Model, parent.Dataset, p.MaxSteps))
+	if err != nil {
+		return nil, fmt.Errorf("error inserting sub-agent: %w", err)
+	}
+	if err := a.openInbox(ctx, tx, child.ID); err != nil {
+		return nil, err
+	}
+	if err := a.enqueueStep(ctx, tx, child.ID, 1); err != nil {
+		return nil, err
+	}
+	if err := addEvent(ctx, tx, child, EventSpawned, map[string]any{"name": child.Name, "reason": child.Reason}); err != nil {
+		return nil, err
+	}
+	return child, nil
+}
+
+// parkRequest is a wait_subagents call that must wait.
+type parkRequest struct {
+	callID string
+	names  []string
+}
+
+func runWait(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
+	var args struct {
+		Names []string `json:"names"`
+	}
+	if err := decodeArgs(raw, &args, `{"names": ["name", ...]} or {}`); err != nil {
+		return "", err
+	}
+	if env.park != nil {
+		return "", toolErrorf("wait_subagents may be called once per step")
+	}
+	awaited, err := awaitedChildren(ctx, env.tx, env.run, args.Names)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range awaited {
+		if !c.Ended() {
+			env.park = &parkRequest{callID: env.callID, names: args.Names}
+			return "", nil
+		}
+	}
+	return formatReports(awaited), nil
+}
+
+// awaitedChildren resolves wait_subagents' names to sub-agents of run.
+func awaitedChildren(ctx context.Context, db DB, run *Run, names []string) ([]*Run, error) {
+	kids, err := children(ctx, db, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(kids) == 0 {
+		return nil, toolErrorf("you have no sub-agents to wait for")
+	}
+	if len(names) == 0 {
+		return kids, nil
+	}
+	byName := map[string]*Run{}
+	var have []string
+	for _, k := range kids {
+		byName[k.Name] = k
+		have = append(have, k.Name)
+	}
+	var out []*Run
+	for _, n := range names {
+		k, ok := byName[n]
+		if !ok {
+			return nil, toolErrorf("%q is not one of your sub-agents; you have: %s", n, strings.Join(have, ", "))
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// formatReports renders the result of wait_subagents.
+func formatReports(runs []*Run) string {
+	var b strings.Builder
+	for _, r := range runs {
+		fmt.Fprintf(&b, "## %s (run %d): %s\n", r.Name, r.ID, r.Status)
+		if r.Status == StatusSucceeded {
+			b.WriteString(r.Report)
+		} else {
+			b.WriteString("error: " + r.Error)
+		}
+		b.WriteString("\n\n")
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// waitResult is the result of a parked wait, computed when the run resumes.
+func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string) (string, error) {
+	awaited, err := awaitedChildren(ctx, db, run, names)
+	if err != nil {
+		if te, ok := err.(*toolError); ok {
+			return "Error: " + te.msg, nil
+		}
+		return "", err
+	}
+	return formatReports(awaited), nil
+}
+
+// park makes the run wait for sub-agents: no job, no worker. The
+// transaction that ends the last awaited sub-agent inserts its next step.
+func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
+	names := p.names
+	if names == nil {
+		names = []string{}
+	}
+	_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs
+		SET status = 'waiting', state = 'waiting', wait_names = $2, wait_call_id = $3, updated_at = now()
+		WHERE id = $1`, run.ID, names, p.callID)
+	if err != nil {
+		return fmt.Errorf("error parking run %d: %w", run.ID, err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'waiting', $2)`,
+		run.ID, run.Steps); err != nil {
+		return fmt.Errorf("error recording state: %w", err)
+	}
+	return addEvent(ctx, tx, run, EventWaiting, map[string]any{"names": names})
+}
+
+// maybeResume inserts the resume job of a parked parent when every
+// sub-agent it waits for has ended. The parent's row lock and its status
+// change make it happen once, however many children end at once.
+func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) error {
+	parent, err := lockRun(ctx, tx, parentID)
+	if err != nil {
+		return err
+	}
+	if parent.Status != StatusWaiting {
+		return nil
+	}
+	awaited, err := awaitedChildren(ctx, tx, parent, parent.WaitNames)
+	if err != nil {
+		if _, ok := err.(*toolError); !ok {
+			return err
+		}
+	}
+	for _, c := range awaited {
+		if !c.Ended() {
+			return nil
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs SET status = 'working', state = 'thinking', updated_at = now()
+		WHERE id = $1`, parent.ID); err != nil {
+		return fmt.Errorf("error resuming run %d: %w", parent.ID, err)
+	}
+	if err := addEvent(ctx, tx, parent, EventResumed, nil); err != nil {
+		return err
+	}
+	return a.enqueueStep(ctx, tx, parent.ID, parent.Steps+1)
+}
+
+func runCancelSubagent(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
+	var args struct {
+		Name string `json:"name"`
+	}
+	if err := decodeArgs(raw, &args, `{"name": "..."}`); err != nil {
+		return "", err
+	}
+	kids, err := awaitedChildren(ctx, env.tx, env.run, []string{args.Name})
+	if err != nil {
+		return "", err
+	}
+	kid := kids[0]
+	if kid.Ended() {
+		return fmt.Sprintf("sub-agent %q (run %d) had already ended: %s", kid.Name, kid.ID, kid.Status), nil
+	}
+	if err := env.agent.endRun(ctx, env.tx, kid, StatusFailed, "", "cancelled by the agent that spawned it"); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("cancelled sub-agent %q (run %d) and its sub-agents", kid.Name, kid.ID), nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
