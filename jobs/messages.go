@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -34,4 +36,19 @@ func (a *Agent) closeInbox(ctx context.Context, tx pgx.Tx, id int64) error {
 // transaction.
 func (a *Agent) waitForMessages(ctx context.Context, run *Run, calls []llm.ToolCall) error {
 	return nil
+}
+
+// ErrNotWorking is returned when a message is sent to a run that has ended.
+var ErrNotWorking = errors.New("the agent has ended and reads no more messages")
+
+// TranscriptMessage is one message of a tree as the transcript shows it.
+type TranscriptMessage struct {
+	ID     int64      `json:"id"`
+	FromID int64      `json:"from_id"`
+	From   string     `json:"from"`
+	ToID   int64      `json:"to_id"`
+	To     string     `json:"to"`
+	Text   string     `json:"text"`
+	SentAt time.Time  `json:"sent_at"`
+	ReadAt *time.Time `json:"read_at"`
 }

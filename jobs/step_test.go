@@ -25,6 +25,7 @@ func TestResearchRunsToReport(t *testing.T) {
 	if done.Status != jobs.StatusSucceeded {
 		t.Fatalf("status %s error %q", done.Status, done.Error)
 	}
+	t.Log(done.Report)
 	if !strings.Contains(done.Report, "## Sources") || !strings.Contains(done.Report, "https://pkg.go.dev/context") {
 		t.Fatalf("report lacks Go documentation sources:\n%s", done.Report)
 	}

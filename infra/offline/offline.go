@@ -93,7 +93,8 @@ func (s *state) next(req llm.Request) []llm.ToolCall {
 				}))
 			}
 		}
-		return append(calls, call("search", map[string]any{"query": keywords(s.task, 6)}))
+		return append(calls, call("search", map[string]any{
+			"query": strings.ReplaceAll(keywords(firstQuestion(s.task), 6), " ", " or "), "limit": 8}))
 	}
 	unread := s.unreadHits()
 	if s.reads == 0 && len(unread) > 0 {
@@ -115,7 +116,7 @@ func (s *state) next(req llm.Request) []llm.ToolCall {
 		d := s.docs[0]
 		if sent := bestSentences(s.task, []source{d}, 1); len(sent) > 0 {
 			calls = append(calls, call("remember", map[string]any{
-				"title": oneLine("Note on "+s.task, 120),
+				"title": "Finding on " + keywords(firstQuestion(s.task), 4),
 				"text":  sent[0].text + " (from " + d.title + ", " + d.url + ")",
 			}))
 		}

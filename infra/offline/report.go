@@ -37,8 +37,9 @@ var (
 
 // report writes the extractive report of everything the agent gathered.
 func (s *state) report() string {
-	var c citations
+	c := citations{}
 	var b strings.Builder
+	seen := map[string]bool{}
 	fmt.Fprintf(&b, "# Report: %s\n\n%s\n\n## Findings\n", oneLine(s.task, 300), reportLabel)
 	pool := append([]source{}, s.docs...)
 	pool = append(pool, s.messages...)
@@ -47,6 +48,7 @@ func (s *state) report() string {
 	}
 	best := bestSentences(s.task, pool, 6)
 	for _, sent := range best {
+		seen[sent.text] = true
 		fmt.Fprintf(&b, "- %s [%d]\n", sent.text, c.cite(sent.src))
 	}
 	if len(best) == 0 {
@@ -54,7 +56,7 @@ func (s *state) report() string {
 	}
 	if s.reports != "" {
 		b.WriteString("\n## From the sub-agents\n")
-		s.mergeReports(&b, &c)
+		s.mergeReports(&b, &c, seen)
 	}
 	if len(c.list) > 0 {
 		b.WriteString("\n## Sources\n")
@@ -66,8 +68,9 @@ func (s *state) report() string {
 }
 
 // mergeReports copies each sub-agent's findings into this report, with its
-// citations renumbered into this report's sources.
-func (s *state) mergeReports(b *strings.Builder, c *citations) {
+// citations renumbered into this report's sources, skipping findings the
+// report already has.
+func (s *state) mergeReports(b *strings.Builder, c *citations, seen map[string]bool) {
 	idx := sectionRE.FindAllStringSubmatchIndex(s.reports, -1)
 	for i, m := range idx {
 		end := len(s.reports)
@@ -90,6 +93,11 @@ func (s *state) mergeReports(b *strings.Builder, c *citations) {
 			findings = body[:k]
 		}
 		for _, fm := range findingLine.FindAllStringSubmatch(findings, -1) {
+			if text := citeRE.ReplaceAllString(fm[1], ""); seen[strings.TrimSpace(text)] {
+				continue
+			} else {
+				seen[strings.TrimSpace(text)] = true
+			}
 			line := citeRE.ReplaceAllStringFunc(fm[1], func(ref string) string {
 				src, ok := theirs[strings.Trim(ref, "[]")]
 				if !ok {

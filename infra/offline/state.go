@@ -119,15 +119,20 @@ func (s *state) readResult(c llm.ToolCall, content string) {
 	}
 }
 
-// unreadHits are the search results not read yet, best first.
+// unreadHits are the search results not read yet, best first, documents
+// before the notes other agents remembered.
 func (s *state) unreadHits() []hit {
-	var out []hit
+	var docs, notes []hit
 	for _, h := range s.hits {
-		if !s.readIDs[h.id] && !strings.HasPrefix(h.url, "note:") {
-			out = append(out, h)
+		switch {
+		case s.readIDs[h.id]:
+		case strings.HasPrefix(h.url, "note:"):
+			notes = append(notes, h)
+		default:
+			docs = append(docs, h)
 		}
 	}
-	return out
+	return append(docs, notes...)
 }
 
 // finding picks the sibling whose name and reason best match what this

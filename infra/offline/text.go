@@ -74,6 +74,15 @@ func keywords(s string, n int) string {
 	return strings.Join(out, " ")
 }
 
+// firstQuestion is the task up to the end of its first question, the part
+// worth searching for; the rest is usually what to bring back.
+func firstQuestion(task string) string {
+	if i := strings.Index(task, "?"); i > 0 {
+		return task[:i+1]
+	}
+	return task
+}
+
 var (
 	listItemRE = regexp.MustCompile(`(?m)^\s*(?:[-*•]|\d+[.)])\s+(.+)$`)
 	questionWd = map[string]bool{"how": true, "what": true, "why": true, "when": true, "which": true,
@@ -112,11 +121,14 @@ func splitOnAnd(s string) []string {
 	return append(parts, strings.Join(words[start:], " "))
 }
 
+// keepParts keeps the parts that are questions of their own: a sentence
+// like "Bring back the figures." is an instruction, not a part.
 func keepParts(parts []string) []string {
 	var out []string
 	for _, p := range parts {
 		p = strings.TrimSpace(p)
-		if len(terms(p)) >= 2 {
+		first := strings.ToLower(strings.SplitN(p+" ", " ", 2)[0])
+		if len(terms(p)) >= 2 && (strings.HasSuffix(p, "?") || questionWd[first]) {
 			if !strings.HasSuffix(p, "?") {
 				p += "?"
 			}
@@ -150,10 +162,28 @@ func partName(p string, i int) string {
 	return fmt.Sprintf("%s-%d", strings.Trim(name, "-"), i+1)
 }
 
-var sentenceRE = regexp.MustCompile(`[^.!?\n]+[.!?]`)
+// sentences splits text into sentences: it joins wrapped lines and ends a
+// sentence at ".", "!" or "?" followed by a space and a capital letter or
+// at a blank line, so "context.Context" or "e.g. this" stay whole.
+func sentences(text string) []string {
+	var out []string
+	for _, para := range strings.Split(text, "\n\n") {
+		words := strings.Fields(para)
+		start := 0
+		for i, w := range words {
+			end := strings.HasSuffix(w, ".") || strings.HasSuffix(w, "!") || strings.HasSuffix(w, "?")
+			next := i+1 < len(words) && words[i+1] != "" && unicode.IsUpper(rune(words[i+1][0]))
+			if (end && next && !strings.HasSuffix(w, "e.g.") && !strings.HasSuffix(w, "i.e.")) || i == len(words)-1 {
+				out = append(out, strings.Join(words[start:i+1], " "))
+				start = i + 1
+			}
+		}
+	}
+	return out
+}
 
 // bestSentences ranks the sentences of sources against the task's terms,
-// weighting rare terms more, and keeps the best n, at most two per source.
+// weighting rare terms more, and keeps the best n, at most three per source.
 func bestSentences(task string, sources []source, n int) []sentence {
 	want := map[string]bool{}
 	for _, t := range terms(task) {
@@ -162,9 +192,8 @@ func bestSentences(task string, sources []source, n int) []sentence {
 	var all []sentence
 	df := map[string]int{}
 	for _, src := range sources {
-		for _, raw := range sentenceRE.FindAllString(src.text, -1) {
-			text := strings.Join(strings.Fields(raw), " ")
-			if len(text) < 30 || len(text) > 400 {
+		for _, text := range sentences(src.text) {
+			if len(text) < 40 || len(text) > 400 || !strings.ContainsAny(text[len(text)-1:], ".!?") {
 				continue
 			}
 			seen := map[string]bool{}
@@ -188,11 +217,14 @@ func bestSentences(task string, sources []source, n int) []sentence {
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].score > all[j].score })
 	per := map[string]int{}
+	dup := map[string]bool{}
 	var out []sentence
 	for _, s := range all {
-		if s.score <= 0 || per[s.src.url] >= 2 {
+		key := strings.ToLower(s.text)
+		if s.score <= 0 || per[s.src.url] >= 3 || dup[key] {
 			continue
 		}
+		dup[key] = true
 		per[s.src.url]++
 		out = append(out, s)
 		if len(out) == n {

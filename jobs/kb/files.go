@@ -147,7 +147,7 @@ func packageText(p *doc.Package) string {
 		if strings.TrimSpace(comment) == "" {
 			return
 		}
-		b.WriteString("\n" + name + "\n")
+		b.WriteString("\n\n" + name + "\n\n")
 		b.Write(pr.Text(p.Parser().Parse(comment)))
 	}
 	for _, f := range p.Funcs {

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/kb"
+)
+
+// demoTopic has three independent parts, so the offline policy spawns a
+// sub-agent for each.
+const demoTopic = "How do goroutines and channels synchronize work, and how does the context package carry " +
+	"cancellation and deadlines, and how does net/http serve HTTP requests?"
+
+// cmdDemo sets everything up on this machine and runs one research: a
+// local Postgres (infra/pg.sh) unless DATABASE_URL is set, the schema, the
+// Go documentation dataset, a user key, the API and a worker; then it
+// follows the research and prints its tree, report and messages.
+func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	topic := fs.String("topic", demoTopic, "the question to research")
+	if _, err := parseArgs(fs, args, 0, 0, "[--topic TEXT]"); err != nil {
+		return err
+	}
+	if os.Getenv("DATABASE_URL") == "" {
+		fmt.Fprintln(out, "== starting a local Postgres (infra/pg.sh start)")
+		cmd := exec.CommandContext(ctx, "infra/pg.sh", "start")
+		cmd.Stderr = os.Stderr
+		url, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("error starting Postgres with infra/pg.sh (run gb demo from the repository root): %w", err)
+		}
+		os.Setenv("DATABASE_URL", strings.TrimSpace(string(url)))
+	}
+	logFile, err := os.CreateTemp("", "gb-demo-*.log")
+	if err != nil {
+		return fmt.Errorf("error creating log file: %w", err)
+	}
+	defer logFile.Close()
+	fmt.Fprintf(out, "== migrating and starting the API and a worker (log: %s)\n", logFile.Name())
+	s, err := startStack(ctx, newLogger(logFile))
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+
+	if err := loadGoDocs(ctx, s, out); err != nil {
+		return err
+	}
+	key, err := jobs.CreateKey(ctx, s.pool, "demo")
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("error listening: %w", err)
+	}
+	srvCtx, stopServer := context.WithCancel(ctx)
+	defer stopServer()
+	go func() { _ = s.serve(srvCtx, ln) }()
+	os.Setenv("GB_API_URL", "http://"+ln.Addr().String())
+	os.Setenv("GB_API_KEY", key)
+	c, err := newAPIClient()
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "== gb research start %q --follow   (API %s)\n", *topic, c.base)
+	var run jobs.Run
+	if err := c.do(ctx, "POST", "/v1/gb/research", map[string]any{"topic": *topic}, &run); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "run %d · model: %s\n", run.ID, run.Model)
+	if err := follow(ctx, c, run.ID, out); err != nil {
+		return err
+	}
+	id := fmt.Sprint(run.ID)
+	fmt.Fprintf(out, "\n== gb research tree %s\n", id)
+	if err := researchTree(ctx, c, []string{id}, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n== gb research messages %s\n", id)
+	return researchMessages(ctx, c, []string{id}, out)
+}
+
+// loadGoDocs loads the package documentation of the local Go toolchain as
+// the godoc dataset, once.
+func loadGoDocs(ctx context.Context, s *stack, out io.Writer) error {
+	var n int
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM gb_kb_documents WHERE dataset = $1", jobs.DefaultDataset).Scan(&n); err != nil {
+		return fmt.Errorf("error counting documents: %w", err)
+	}
+	if n > 0 {
+		fmt.Fprintf(out, "== dataset %q has %d documents\n", jobs.DefaultDataset, n)
+		return nil
+	}
+	root := runtime.GOROOT()
+	if b, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output(); err == nil {
+		root = strings.TrimSpace(string(b))
+	}
+	src := filepath.Join(root, "src")
+	fmt.Fprintf(out, "== gb kb load %s %s   (package docs extracted with go/doc)\n", jobs.DefaultDataset, src)
+	docs, err := kb.FromPaths([]string{src})
+	if err != nil {
+		return err
+	}
+	loaded, err := kb.Load(ctx, s.pool, jobs.DefaultDataset, docs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "loaded %d documents\n", loaded)
+	return nil
+}

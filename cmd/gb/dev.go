@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gbresearch/gb/infra/config"
+	"github.com/gbresearch/gb/infra/db"
+	"github.com/gbresearch/gb/infra/httpapi"
+	"github.com/gbresearch/gb/jobs"
+)
+
+// stack is a local API and worker in one process.
+type stack struct {
+	pool   *pgxpool.Pool
+	agent  *jobs.Agent
+	api    http.Handler
+	logger *slog.Logger
+}
+
+// startStack migrates the database and starts a working agent.
+func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
+	cfg, err := config.FromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DatabaseURL == "" {
+		return nil, errors.New("DATABASE_URL is required locally; run: export DATABASE_URL=$(infra/pg.sh start)")
+	}
+	pool, err := db.Open(ctx, db.PoolConfig{URL: cfg.DatabaseURL, MaxConns: 60})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Migrate(ctx, pool, logger); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	model, err := cfg.NewModel(logger)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Logger: logger, Config: cfg.Agent(), Work: true})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := agent.Start(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &stack{pool: pool, agent: agent, logger: logger,
+		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger})}, nil
+}
+
+// stop stops the worker, giving running steps a few seconds to commit.
+func (s *stack) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.agent.Stop(ctx); err != nil {
+		s.logger.Error("stopping worker", "err", err)
+	}
+	s.pool.Close()
+}
+
+// serve serves the API on ln until ctx ends.
+func (s *stack) serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("error serving API: %w", err)
+	}
+	return nil
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	if v := os.Getenv(config.EnvLogLevel); v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+func cmdDev(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to serve the API on")
+	if _, err := parseArgs(fs, args, 0, 0, "[--addr HOST:PORT]"); err != nil {
+		return err
+	}
+	logger := newLogger(os.Stderr)
+	s, err := startStack(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("error listening on %s: %w", *addr, err)
+	}
+	fmt.Fprintf(out, "API on http://%s (model: %s); worker running. Ctrl-C stops.\n", ln.Addr(), s.agent.ModelName())
+	return s.serve(ctx, ln)
+}
+
+func cmdWorker(ctx context.Context, args []string, out io.Writer) error {
+	if _, err := parseArgs(flag.NewFlagSet("worker", flag.ContinueOnError), args, 0, 0, ""); err != nil {
+		return err
+	}
+	logger := newLogger(os.Stderr)
+	s, err := startStack(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	fmt.Fprintf(out, "worker running (model: %s). Ctrl-C stops.\n", s.agent.ModelName())
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,141 @@
+// Package config reads the service's settings from the environment, through
+// a getenv function a test can hand in, and validates them with errors that
+// name the variable and what it allows.
+//
+// It may import jobs, infra/offline and infra/openai.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/gbresearch/gb/infra/offline"
+	"github.com/gbresearch/gb/infra/openai"
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Environment variables the service reads. Every one of them is declared in
+// template.yaml or documented as local-only in the README.
+const (
+	EnvDatabaseURL       = "DATABASE_URL"
+	EnvDatabaseSecretARN = "DATABASE_SECRET_ARN"
+	EnvDatabaseIAMAuth   = "DATABASE_IAM_AUTH"
+	EnvDatabaseProxy     = "DATABASE_PROXY"
+	EnvOpenAIKey         = "OPENAI_API_KEY"
+	EnvOpenAISecretARN   = "OPENAI_SECRET_ARN"
+	EnvOpenAIBaseURL     = "OPENAI_BASE_URL"
+	EnvModel             = "GB_MODEL"
+	EnvStepTimeout       = "GB_STEP_TIMEOUT"
+	EnvMaxCostUSD        = "GB_MAX_COST_USD"
+	EnvMaxTokens         = "GB_MAX_TOKENS"
+	EnvOfflineDelay      = "GB_OFFLINE_DELAY"
+	EnvLogLevel          = "GB_LOG_LEVEL"
+	EnvWorkerFunction    = "WORKER_FUNCTION_NAME"
+)
+
+// Config is the service's settings.
+type Config struct {
+	DatabaseURL       string
+	DatabaseSecretARN string
+	DatabaseIAMAuth   bool
+	DatabaseProxy     bool
+	OpenAIKey         string
+	OpenAISecretARN   string
+	OpenAIBaseURL     string
+	Model             string
+	StepTimeout       time.Duration
+	MaxCostUSD        float64
+	MaxTokens         int64
+	OfflineDelay      time.Duration
+	LogLevel          slog.Level
+	WorkerFunction    string
+}
+
+// Error is an invalid setting.
+type Error struct {
+	Var string
+	Msg string
+}
+
+func (e *Error) Error() string { return e.Var + ": " + e.Msg }
+
+// FromEnv reads and validates the settings.
+func FromEnv(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:       getenv(EnvDatabaseURL),
+		DatabaseSecretARN: getenv(EnvDatabaseSecretARN),
+		OpenAIKey:         getenv(EnvOpenAIKey),
+		OpenAISecretARN:   getenv(EnvOpenAISecretARN),
+		OpenAIBaseURL:     getenv(EnvOpenAIBaseURL),
+		Model:             getenv(EnvModel),
+		WorkerFunction:    getenv(EnvWorkerFunction),
+	}
+	var errs []error
+	boolVar := func(name string, dst *bool) {
+		if v := getenv(name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, &Error{name, fmt.Sprintf("%q is not a boolean; use true or false", v)})
+			}
+			*dst = b
+		}
+	}
+	durVar := func(name string, dst *time.Duration, lo, hi time.Duration) {
+		if v := getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < lo || d > hi {
+				errs = append(errs, &Error{name, fmt.Sprintf("%q must be a duration between %s and %s, like 90s", v, lo, hi)})
+			}
+			*dst = d
+		}
+	}
+	boolVar(EnvDatabaseIAMAuth, &c.DatabaseIAMAuth)
+	boolVar(EnvDatabaseProxy, &c.DatabaseProxy)
+	durVar(EnvStepTimeout, &c.StepTimeout, time.Second, 15*time.Minute)
+	durVar(EnvOfflineDelay, &c.OfflineDelay, 0, time.Minute)
+	if v := getenv(EnvMaxCostUSD); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f > 1000 {
+			errs = append(errs, &Error{EnvMaxCostUSD, fmt.Sprintf("%q must be a number of dollars between 0 and 1000", v)})
+		}
+		c.MaxCostUSD = f
+	}
+	if v := getenv(EnvMaxTokens); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			errs = append(errs, &Error{EnvMaxTokens, fmt.Sprintf("%q must be a whole number of tokens, 0 for no budget", v)})
+		}
+		c.MaxTokens = n
+	}
+	if v := getenv(EnvLogLevel); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			errs = append(errs, &Error{EnvLogLevel, fmt.Sprintf("%q must be debug, info, warn or error", v)})
+		}
+	}
+	if c.DatabaseURL == "" && c.DatabaseSecretARN == "" {
+		errs = append(errs, &Error{EnvDatabaseURL, "is required (or DATABASE_SECRET_ARN); locally, run infra/pg.sh start"})
+	}
+	return c, errors.Join(errs...)
+}
+
+// Agent returns the agent settings of the config.
+func (c Config) Agent() jobs.Config {
+	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens}
+}
+
+// NewModel returns the model the settings ask for: the OpenAI-compatible
+// endpoint when a key is set, the offline policy otherwise.
+func (c Config) NewModel(logger *slog.Logger) (llm.Model, error) {
+	if c.OpenAIKey == "" {
+		return &offline.Model{Delay: c.OfflineDelay}, nil
+	}
+	m, err := openai.New(openai.Config{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIKey, Model: c.Model, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("error configuring the OpenAI model: %w", err)
+	}
+	return m, nil
+}

@@ -1,0 +1,172 @@
+// Package httpapi is the REST API of research runs, an http.Handler served
+// by the API Lambda (through API Gateway) and by `gb dev` on localhost.
+//
+// It may import jobs and its subpackages; it knows nothing of Lambda.
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/gbresearch/gb/jobs"
+)
+
+// MaxBodyBytes caps a request body.
+const MaxBodyBytes = 64 << 10
+
+// Route is one method and path pattern the API serves.
+type Route struct {
+	Method string
+	Path   string
+}
+
+// Routes lists every route of the API, in the path syntax of API Gateway
+// ({id} parameters), so deployment descriptors can be checked against it.
+var Routes = []Route{
+	{"POST", "/v1/gb/research"},
+	{"GET", "/v1/gb/research"},
+	{"GET", "/v1/gb/research/{id}"},
+	{"DELETE", "/v1/gb/research/{id}"},
+	{"POST", "/v1/gb/research/{id}/cancel"},
+	{"GET", "/v1/gb/research/{id}/tree"},
+	{"GET", "/v1/gb/research/{id}/events"},
+	{"GET", "/v1/gb/research/{id}/messages"},
+	{"POST", "/v1/gb/research/{id}/messages"},
+}
+
+// Deps are what the API is built from.
+type Deps struct {
+	Agent *jobs.Agent
+	// Messages serves the message transcript and the owner's messages; nil
+	// answers 501 on those routes.
+	Messages MessageStore
+	Logger   *slog.Logger
+	// Kick, when set, is called after a research is inserted, to wake a
+	// worker; its failure is logged, never returned.
+	Kick func(ctx context.Context) error
+}
+
+// MessageStore is what the API needs of the message system.
+type MessageStore interface {
+	// Transcript lists every message of a tree, oldest first.
+	Transcript(ctx context.Context, rootID int64) ([]jobs.TranscriptMessage, error)
+	// SendFromUser puts the owner's message in a working run's inbox.
+	SendFromUser(ctx context.Context, run *jobs.Run, text string) error
+}
+
+type api struct {
+	Deps
+}
+
+// New returns the API handler.
+func New(d Deps) http.Handler {
+	a := &api{Deps: d}
+	a.Logger = cmp.Or(d.Logger, slog.Default()).With("component", "api")
+	handlers := map[Route]http.HandlerFunc{
+		{"POST", "/v1/gb/research"}:               a.create,
+		{"GET", "/v1/gb/research"}:                a.list,
+		{"GET", "/v1/gb/research/{id}"}:           a.get,
+		{"DELETE", "/v1/gb/research/{id}"}:        a.delete,
+		{"POST", "/v1/gb/research/{id}/cancel"}:   a.cancel,
+		{"GET", "/v1/gb/research/{id}/tree"}:      a.tree,
+		{"GET", "/v1/gb/research/{id}/events"}:    a.events,
+		{"GET", "/v1/gb/research/{id}/messages"}:  a.messages,
+		{"POST", "/v1/gb/research/{id}/messages"}: a.sendMessage,
+	}
+	mux := http.NewServeMux()
+	for _, r := range Routes {
+		mux.Handle(r.Method+" "+r.Path, a.auth(handlers[r]))
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "", "no route for "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}
+
+type userKey struct{}
+
+// auth resolves the bearer key to a user, or answers 401.
+func (a *api) auth(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		const prefix = "Bearer "
+		h := r.Header.Get("Authorization")
+		if len(h) <= len(prefix) || h[:len(prefix)] != prefix {
+			writeError(w, http.StatusUnauthorized, "unauthorized", "", "missing Authorization: Bearer <key> header")
+			return
+		}
+		uid, err := jobs.Authenticate(r.Context(), a.Agent.Pool(), h[len(prefix):])
+		if errors.Is(err, jobs.ErrBadKey) {
+			writeError(w, http.StatusUnauthorized, "unauthorized", "", "invalid API key")
+			return
+		}
+		if err != nil {
+			a.internal(w, r, err)
+			return
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), userKey{}, uid)))
+	})
+}
+
+func userID(r *http.Request) int64 { return r.Context().Value(userKey{}).(int64) }
+
+// pathID parses the {id} path parameter; an id that does not parse is a
+// run that does not exist.
+func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusNotFound, "not_found", "", "no research with id "+strconv.Quote(r.PathValue("id")))
+		return 0, false
+	}
+	return id, true
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, field, msg string) {
+	writeJSON(w, status, errorBody{errorDetail{Code: code, Field: field, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// fail maps domain errors to answers; anything else is a 500 that is logged
+// and not shown.
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var fe *jobs.FieldError
+	switch {
+	case errors.As(err, &fe):
+		writeError(w, http.StatusBadRequest, "invalid_request", fe.Field, fe.Error())
+	case errors.Is(err, jobs.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", "", "no research with that id")
+	case errors.Is(err, jobs.ErrTooManyWorking):
+		writeError(w, http.StatusTooManyRequests, "too_many_working", "", err.Error())
+	default:
+		a.internal(w, r, err)
+	}
+}
+
+func (a *api) internal(w http.ResponseWriter, r *http.Request, err error) {
+	a.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeError(w, http.StatusInternalServerError, "internal", "", "internal error; it has been logged")
+}
