@@ -23,6 +23,9 @@ const (
 	FetchCooldownDefault = 2 * time.Millisecond
 	FetchPollDefault     = 500 * time.Millisecond
 	MaxWorkersDefault    = 50
+	// RescueMarginDefault is how long after StepTimeout a job still marked
+	// running is taken for the job of a dead worker and run again.
+	RescueMarginDefault = 10 * time.Second
 )
 
 // Config tunes the agent and its River client.
@@ -50,7 +53,7 @@ func (c Config) withDefaults() Config {
 	c.FetchCooldown = cmp.Or(c.FetchCooldown, FetchCooldownDefault)
 	c.FetchPollInterval = cmp.Or(c.FetchPollInterval, FetchPollDefault)
 	c.MaxWorkers = cmp.Or(c.MaxWorkers, MaxWorkersDefault)
-	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, c.StepTimeout+30*time.Second)
+	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, c.StepTimeout+RescueMarginDefault)
 	return c
 }
 

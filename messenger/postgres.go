@@ -87,7 +87,9 @@ func (p *Postgres) Stats() Stats {
 	return Stats{Sends: p.sends.Load(), Notifies: p.notifies.Load()}
 }
 
-// Open creates the inbox of id unless it exists.
+// Open creates the inbox of id unless it exists. Run IDs are not reused, so
+// an inbox is opened once; reopening a closed one would bring back the
+// messages it never read.
 func (p *Postgres) Open(ctx context.Context, id int64) error { return p.open(ctx, p.pool, id) }
 
 // OpenTx is Open inside the caller's transaction.

@@ -36,8 +36,9 @@ func (p *Postgres) Receive(ctx context.Context, id int64, wait time.Duration) ([
 		return msgs, err
 	}
 	err = p.block(ctx, id, wait, func(lease *time.Time) (bool, error) {
-		msgs, err = p.take(ctx, p.pool, id, lease)
-		return len(msgs) > 0, err
+		var terr error
+		msgs, terr = p.take(ctx, p.pool, id, lease)
+		return len(msgs) > 0, terr
 	})
 	return msgs, err
 }
@@ -56,8 +57,9 @@ func (p *Postgres) Wait(ctx context.Context, id int64, wait time.Duration) (bool
 		return found, err
 	}
 	err = p.block(ctx, id, wait, func(lease *time.Time) (bool, error) {
-		found, err = p.check(ctx, id, lease)
-		return found, err
+		var cerr error
+		found, cerr = p.check(ctx, id, lease)
+		return found, cerr
 	})
 	return found, err
 }
