@@ -18,14 +18,16 @@ import (
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/infra/httpapi"
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/messenger"
 )
 
 // stack is a local API and worker in one process.
 type stack struct {
-	pool   *pgxpool.Pool
-	agent  *jobs.Agent
-	api    http.Handler
-	logger *slog.Logger
+	pool     *pgxpool.Pool
+	listener *messenger.Listener
+	agent    *jobs.Agent
+	api      http.Handler
+	logger   *slog.Logger
 }
 
 // startStack migrates the database and starts a working agent.
@@ -50,16 +52,22 @@ func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
 		pool.Close()
 		return nil, err
 	}
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Logger: logger, Config: cfg.Agent(), Work: true})
+	listener := messenger.NewListener(pool, logger)
+	if err := listener.Start(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	msgr := messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(), Work: true})
+	if err == nil {
+		err = agent.Start(ctx)
+	}
 	if err != nil {
+		_ = listener.Stop(ctx)
 		pool.Close()
 		return nil, err
 	}
-	if err := agent.Start(ctx); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	return &stack{pool: pool, agent: agent, logger: logger,
+	return &stack{pool: pool, listener: listener, agent: agent, logger: logger,
 		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger})}, nil
 }
 
@@ -69,6 +77,9 @@ func (s *stack) stop() {
 	defer cancel()
 	if err := s.agent.Stop(ctx); err != nil {
 		s.logger.Error("stopping worker", "err", err)
+	}
+	if err := s.listener.Stop(ctx); err != nil {
+		s.logger.Error("stopping message listener", "err", err)
 	}
 	s.pool.Close()
 }

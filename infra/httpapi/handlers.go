@@ -223,11 +223,7 @@ func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if a.Messages == nil {
-		writeError(w, http.StatusNotImplemented, "not_implemented", "", "messages are not enabled on this server")
-		return
-	}
-	msgs, err := a.Messages.Transcript(r.Context(), run.RootID)
+	msgs, err := a.Agent.Transcript(r.Context(), run.RootID)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -254,20 +250,7 @@ func (a *api) sendMessage(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if a.Messages == nil {
-		writeError(w, http.StatusNotImplemented, "not_implemented", "", "messages are not enabled on this server")
-		return
-	}
-	if err := a.Messages.SendFromUser(r.Context(), run, req.Text); err != nil {
-		var fe *jobs.FieldError
-		if errors.As(err, &fe) {
-			writeError(w, http.StatusBadRequest, "invalid_request", fe.Field, fe.Error())
-			return
-		}
-		if errors.Is(err, jobs.ErrNotWorking) {
-			writeError(w, http.StatusConflict, "not_working", "", err.Error())
-			return
-		}
+	if err := a.Agent.SendFromUser(r.Context(), run, req.Text); err != nil {
 		a.fail(w, r, err)
 		return
 	}

@@ -41,22 +41,11 @@ var Routes = []Route{
 
 // Deps are what the API is built from.
 type Deps struct {
-	Agent *jobs.Agent
-	// Messages serves the message transcript and the owner's messages; nil
-	// answers 501 on those routes.
-	Messages MessageStore
-	Logger   *slog.Logger
+	Agent  *jobs.Agent
+	Logger *slog.Logger
 	// Kick, when set, is called after a research is inserted, to wake a
 	// worker; its failure is logged, never returned.
 	Kick func(ctx context.Context) error
-}
-
-// MessageStore is what the API needs of the message system.
-type MessageStore interface {
-	// Transcript lists every message of a tree, oldest first.
-	Transcript(ctx context.Context, rootID int64) ([]jobs.TranscriptMessage, error)
-	// SendFromUser puts the owner's message in a working run's inbox.
-	SendFromUser(ctx context.Context, run *jobs.Run, text string) error
 }
 
 type api struct {
@@ -159,6 +148,8 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fe.Field, fe.Error())
 	case errors.Is(err, jobs.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", "", "no research with that id")
+	case errors.Is(err, jobs.ErrNotWorking), errors.Is(err, jobs.ErrNoInbox):
+		writeError(w, http.StatusConflict, "no_inbox", "", err.Error())
 	case errors.Is(err, jobs.ErrTooManyWorking):
 		writeError(w, http.StatusTooManyRequests, "too_many_working", "", err.Error())
 	default:

@@ -40,7 +40,7 @@ type state struct {
 var (
 	hitRE     = regexp.MustCompile(`(?m)^\[id (\d+)\] (.+) \((\S+)\)$`)
 	siblingRE = regexp.MustCompile(`(?m)^- (\S+) \[([^\]]+)\]: (.*)$`)
-	messageRE = regexp.MustCompile(`(?m)^From (\S+) \(run (\d+)\): `)
+	messageRE = regexp.MustCompile(`(?m)^From (\S+) \(([^)]*)\): `)
 )
 
 func readState(req llm.Request) *state {
@@ -114,7 +114,7 @@ func (s *state) readResult(c llm.ToolCall, content string) {
 			}
 			name := content[m[2]:m[3]]
 			s.messages = append(s.messages, source{title: "message from " + name,
-				url: "run " + content[m[4]:m[5]], text: strings.TrimSpace(content[m[1]:end])})
+				url: content[m[4]:m[5]], text: strings.TrimSpace(content[m[1]:end])})
 		}
 	}
 }
