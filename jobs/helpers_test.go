@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -97,4 +99,61 @@ func waitEnded(t *testing.T, pool *pgxpool.Pool, id int64, within time.Duration)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// scriptModel answers with a function of the request, for tests that need
+// an agent to act in a set way.
+type scriptModel struct {
+	fn func(ctx context.Context, req llm.Request) (llm.Message, error)
+}
+
+func (m *scriptModel) Name() string { return "script" }
+
+func (m *scriptModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	msg, err := m.fn(ctx, req)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	msg.Role = llm.RoleAssistant
+	for i := range msg.ToolCalls {
+		if msg.ToolCalls[i].ID == "" {
+			msg.ToolCalls[i].ID = fmt.Sprintf("c%d_%d", len(req.Messages), i)
+		}
+	}
+	return llm.Response{Message: msg, Usage: llm.Usage{PromptTokens: 100, CompletionTokens: 10}}, nil
+}
+
+func toolCall(name, args string) llm.ToolCall {
+	return llm.ToolCall{Name: name, Arguments: json.RawMessage(args)}
+}
+
+// turns counts the assistant turns of a conversation so far.
+func turns(req llm.Request) int {
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleAssistant {
+			n++
+		}
+	}
+	return n
+}
+
+// topic is the first user message: the run's topic or task.
+func topic(req llm.Request) string {
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleUser {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+// lastToolResult is the content of the last tool message.
+func lastToolResult(req llm.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == llm.RoleTool {
+			return req.Messages[i].Content
+		}
+	}
+	return ""
 }

@@ -1,0 +1,32 @@
+package jobs
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SpawnForTest runs the real spawn, in a transaction of its own that locks
+// the tree as a step's transaction does.
+func (a *Agent) SpawnForTest(ctx context.Context, parentID int64, p SpawnParams) (*Run, error) {
+	var child *Run
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		seen, err := GetRun(ctx, tx, parentID)
+		if err != nil {
+			return err
+		}
+		parent, err := a.lockTree(ctx, tx, seen)
+		if err != nil {
+			return err
+		}
+		child, err = a.spawn(ctx, tx, parent, p)
+		return err
+	})
+	return child, err
+}
+
+// IsToolError reports whether err is a refusal the model is told about.
+func IsToolError(err error) bool {
+	_, ok := err.(*toolError)
+	return ok
+}
