@@ -75,7 +75,17 @@ type Agent struct {
 	messenger Messenger
 	logger    *slog.Logger
 	config    Config
+	observer  Observer
 	river     *river.Client[pgx.Tx]
+}
+
+// Observer is told about the life of steps. Its methods must be quick and
+// safe for concurrent use.
+type Observer interface {
+	// StepStarted is called when a step job starts working on a run.
+	StepStarted(runID int64, step int, at time.Time)
+	// StepCommitted is called after a step's transaction commits.
+	StepCommitted(runID int64, step int, at time.Time)
 }
 
 // Deps are what an Agent is built from.
@@ -85,6 +95,9 @@ type Deps struct {
 	Messenger Messenger
 	Logger    *slog.Logger
 	Config    Config
+	// Observer, when set, is told when steps start and commit (for metrics
+	// and benchmarks).
+	Observer Observer
 	// Work makes the River client able to work jobs (a worker); without it
 	// the client only inserts (the API and the scheduler).
 	Work bool
@@ -99,7 +112,7 @@ func New(d Deps) (*Agent, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("invalid agent config: %w", err)
 	}
-	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg,
+	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer,
 		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -23,6 +24,9 @@ const budgetNote = "The budget of this research is exhausted and you have no too
 // one transaction that records it all and hands over to what comes next.
 func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) error {
 	step := job.Args.Step
+	if a.observer != nil {
+		a.observer.StepStarted(job.Args.RunID, step, time.Now())
+	}
 	run, err := GetRun(ctx, a.pool, job.Args.RunID)
 	if errors.Is(err, ErrNotFound) {
 		return nil // deleted while queued
@@ -87,7 +91,13 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) error {
 	if err := a.waitForMessages(ctx, run, reply.ToolCalls); err != nil {
 		return err
 	}
-	return a.commitStep(ctx, job, run, prelude, reply, resp.Usage)
+	if err := a.commitStep(ctx, job, run, prelude, reply, resp.Usage); err != nil {
+		return err
+	}
+	if a.observer != nil {
+		a.observer.StepCommitted(run.ID, step, time.Now())
+	}
+	return nil
 }
 
 // commitStep runs the step's tools and records the step in one transaction,
