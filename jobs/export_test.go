@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/gbresearch/gb/jobs/llm"
 )
 
 // SpawnForTest runs the real spawn, in a transaction of its own that locks
@@ -29,4 +31,24 @@ func (a *Agent) SpawnForTest(ctx context.Context, parentID int64, p SpawnParams)
 func IsToolError(err error) bool {
 	_, ok := err.(*toolError)
 	return ok
+}
+
+// RunToolForTest runs one tool call for a run in a transaction of its own,
+// as a step would, and returns what the model would be told.
+func (a *Agent) RunToolForTest(ctx context.Context, runID int64, name, args string) (string, error) {
+	var out string
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		seen, err := GetRun(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		run, err := a.lockTree(ctx, tx, seen)
+		if err != nil {
+			return err
+		}
+		env := &toolEnv{agent: a, tx: tx, run: run, step: run.Steps + 1}
+		out, err = a.runTool(ctx, env, llm.ToolCall{ID: "t", Name: name, Arguments: []byte(args)})
+		return err
+	})
+	return out, err
 }

@@ -35,8 +35,13 @@ type setupOpts struct {
 // started agent, stopped when the test ends.
 func setup(t *testing.T, o setupOpts) *testBundle {
 	t.Helper()
+	return setupOn(t, dbtest.NewPool(t), o)
+}
+
+// setupOn is setup on a database the test made.
+func setupOn(t *testing.T, pool *pgxpool.Pool, o setupOpts) *testBundle {
+	t.Helper()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
 	loadDocs(t, pool)
 	if o.model == nil {
 		o.model = &offline.Model{}

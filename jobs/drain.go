@@ -1,0 +1,515 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// This file lets a process with no always-on server work step jobs: Drain
+// runs the River client for a bounded time (one worker Lambda invocation)
+// and Maintain does River's queue maintenance in one short transaction.
+
+// Defaults of DrainParams and MaintainParams.
+const (
+	// DrainPollDefault is how often Drain looks at the queue to see whether
+	// anything is left for it.
+	DrainPollDefault = 50 * time.Millisecond
+	// DrainLookaheadDefault counts a job due this soon (a quick retry) as
+	// ready, so the drain waits for it instead of leaving it to a later sweep.
+	DrainLookaheadDefault = time.Second
+	// BacklogAfterDefault is how long jobs must wait with every worker slot
+	// busy before Drain asks for another worker.
+	BacklogAfterDefault = time.Second
+	// CancelGraceDefault bounds the wait for cancelled jobs to return.
+	CancelGraceDefault = 2 * time.Second
+	// CompletedRetentionDefault, CancelledRetentionDefault and
+	// DiscardedRetentionDefault are how long finished jobs are kept before
+	// Maintain deletes them (River's own defaults).
+	CompletedRetentionDefault = 24 * time.Hour
+	CancelledRetentionDefault = 24 * time.Hour
+	DiscardedRetentionDefault = 7 * 24 * time.Hour
+)
+
+// Why a Drain ended (DrainResult.Reason).
+const (
+	// DrainIdle: no job was ready and none was running in this process.
+	DrainIdle = "idle"
+	// DrainDeadline: StopFetchingAt came while there was still work.
+	DrainDeadline = "deadline"
+	// DrainCancelled: the caller's context ended first.
+	DrainCancelled = "cancelled"
+)
+
+// maintainLockKey is the advisory lock that lets one Maintain run at a time.
+const maintainLockKey = 7_411_000_003
+
+// maintainBatch bounds each maintenance query, and maintainRounds the
+// batches of one Maintain, so that it stays short.
+const (
+	maintainBatch  = 1000
+	maintainRounds = 10
+)
+
+// DrainParams bound one Drain.
+type DrainParams struct {
+	// StopFetchingAt is when Drain stops taking jobs; the jobs it is running
+	// may still finish until CancelAt. Zero means CancelAt.
+	StopFetchingAt time.Time
+	// CancelAt is when jobs still running are cancelled and put back in the
+	// queue without spending an attempt. Required.
+	CancelAt time.Time
+	// PollInterval is how often the queue is checked (DrainPollDefault).
+	PollInterval time.Duration
+	// Lookahead counts available jobs due within it as ready
+	// (DrainLookaheadDefault).
+	Lookahead time.Duration
+	// BacklogAfter is how long ready jobs must find every worker slot busy
+	// before OnBacklog is called (BacklogAfterDefault).
+	BacklogAfter time.Duration
+	// CancelGrace bounds the wait for cancelled jobs to return
+	// (CancelGraceDefault).
+	CancelGrace time.Duration
+	// OnBacklog, when set, is called when this process cannot run every
+	// ready job (at most once while working) and when the drain stops at its
+	// deadline with jobs still ready: it is how a worker wakes another. Its
+	// error is logged, never returned.
+	OnBacklog func(ctx context.Context) error
+}
+
+func (p DrainParams) withDefaults() DrainParams {
+	if p.StopFetchingAt.IsZero() || p.StopFetchingAt.After(p.CancelAt) {
+		p.StopFetchingAt = p.CancelAt
+	}
+	p.PollInterval = cmp.Or(p.PollInterval, DrainPollDefault)
+	p.Lookahead = cmp.Or(p.Lookahead, DrainLookaheadDefault)
+	p.BacklogAfter = cmp.Or(p.BacklogAfter, BacklogAfterDefault)
+	p.CancelGrace = cmp.Or(p.CancelGrace, CancelGraceDefault)
+	return p
+}
+
+// DrainResult tells what a Drain did.
+type DrainResult struct {
+	// Reason is DrainIdle, DrainDeadline or DrainCancelled.
+	Reason string `json:"reason"`
+	// Worked counts the jobs this process finished, whatever their outcome.
+	Worked int `json:"worked"`
+	// Interrupted counts the jobs cancelled at CancelAt and put back in the
+	// queue with the attempt they had before.
+	Interrupted int `json:"interrupted"`
+	// Restored counts those of Interrupted that River had charged an
+	// attempt (or an error) for, which Drain then gave back.
+	Restored int `json:"restored"`
+	// Ready counts the jobs ready to run when the drain ended.
+	Ready int `json:"ready"`
+	// Kicks counts the calls of OnBacklog.
+	Kicks int `json:"kicks"`
+}
+
+// Drain works step jobs until none is left for this process or until its
+// deadline, then stops the River client so that nothing runs and nothing
+// listens afterwards: it is one worker Lambda invocation. It starts the
+// client (which must have been built with Work), and at the end:
+//
+//   - when idle, it stops at once;
+//   - at StopFetchingAt, it stops taking jobs and lets running ones finish
+//     until CancelAt, then cancels them. River puts a job whose work returns
+//     the cancellation back to available without counting the attempt; a job
+//     that returned another error, or that River has not settled, is put back
+//     by Drain itself with its attempt count and error list as they were
+//     before it was cancelled.
+//
+// Drain returns an error only when the client could not start or stop; in
+// that case jobs may still run until their timeout and are rescued later by
+// Maintain.
+func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
+	if p.CancelAt.IsZero() {
+		return DrainResult{}, errors.New("DrainParams.CancelAt is required")
+	}
+	p = p.withDefaults()
+	log := a.logger.With("component", "drain")
+
+	// Job contexts must not end with ctx: a Lambda deadline would cancel them
+	// without River knowing the client is stopping, and each would spend an
+	// attempt. Drain cancels them itself, through StopAndCancel.
+	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
+		return DrainResult{}, fmt.Errorf("error starting river client: %w", err)
+	}
+	events, unsubscribe := a.river.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+		river.EventKindJobCancelled, river.EventKindJobSnoozed)
+	defer unsubscribe()
+
+	var res DrainResult
+	countEvents := func() {
+		for {
+			select {
+			case _, ok := <-events:
+				if !ok {
+					return
+				}
+				res.Worked++
+			default:
+				return
+			}
+		}
+	}
+	kick := func(why string) {
+		if p.OnBacklog == nil {
+			return
+		}
+		res.Kicks++
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := p.OnBacklog(kctx); err != nil {
+			log.WarnContext(ctx, "could not wake another worker", "why", why, "err", err)
+		}
+	}
+
+	res.Reason = a.watch(ctx, p, log, kick, countEvents)
+
+	// Stop. Queries from here on must work even when ctx has ended.
+	bg := context.WithoutCancel(ctx)
+	var stopErr error
+	if res.Reason == DrainIdle {
+		sctx, cancel := context.WithDeadline(bg, p.CancelAt.Add(p.CancelGrace))
+		stopErr = a.river.Stop(sctx)
+		cancel()
+	} else {
+		stopErr = a.stopAtDeadline(bg, p, &res, log)
+	}
+	countEvents()
+	if stopErr != nil {
+		return res, fmt.Errorf("error stopping river client: %w", stopErr)
+	}
+
+	qctx, cancel := context.WithTimeout(bg, 2*time.Second)
+	defer cancel()
+	ready, _, err := a.queueCounts(qctx, "", p.Lookahead)
+	if err != nil {
+		log.WarnContext(ctx, "could not count the jobs left", "err", err)
+	}
+	res.Ready = ready
+	if res.Reason != DrainIdle && ready > 0 {
+		kick("work left at the deadline")
+	}
+	return res, nil
+}
+
+// watch waits until the process is idle, StopFetchingAt comes or ctx ends,
+// and asks for help when jobs wait for a free worker slot.
+func (a *Agent) watch(ctx context.Context, p DrainParams, log *slog.Logger, kick func(string), countEvents func()) string {
+	clientID := a.river.ID()
+	stopFetching := time.NewTimer(time.Until(p.StopFetchingAt))
+	defer stopFetching.Stop()
+	tick := time.NewTicker(p.PollInterval)
+	defer tick.Stop()
+	var backlogSince time.Time
+	kicked := false
+	for {
+		select {
+		case <-ctx.Done():
+			return DrainCancelled
+		case <-stopFetching.C:
+			return DrainDeadline
+		case <-tick.C:
+		}
+		countEvents()
+		ready, mine, err := a.queueCounts(ctx, clientID, p.Lookahead)
+		if err != nil {
+			if ctx.Err() != nil {
+				return DrainCancelled
+			}
+			log.WarnContext(ctx, "could not look at the queue", "err", err)
+			continue
+		}
+		if ready == 0 && mine == 0 {
+			return DrainIdle
+		}
+		if ready == 0 || mine < a.config.MaxWorkers {
+			backlogSince = time.Time{}
+			continue
+		}
+		if backlogSince.IsZero() {
+			backlogSince = time.Now()
+		}
+		if !kicked && time.Since(backlogSince) >= p.BacklogAfter {
+			kicked = true
+			kick("every worker slot busy")
+		}
+	}
+}
+
+// heldJob is a job this process was running when it started cancelling.
+type heldJob struct {
+	ID      int64
+	Attempt int
+	Errors  int
+}
+
+// stopAtDeadline stops taking jobs, lets running ones finish until
+// CancelAt, then cancels the rest and puts them back.
+func (a *Agent) stopAtDeadline(ctx context.Context, p DrainParams, res *DrainResult, log *slog.Logger) error {
+	sctx, cancel := context.WithDeadline(ctx, p.CancelAt)
+	err := a.river.Stop(sctx)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	// Still running at CancelAt: note what each job had spent, cancel them,
+	// then give back what River charged them for being cancelled.
+	qctx, qcancel := context.WithTimeout(ctx, time.Second)
+	held, herr := a.heldJobs(qctx)
+	qcancel()
+	if herr != nil {
+		log.WarnContext(ctx, "could not list the running jobs before cancelling them", "err", herr)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, p.CancelGrace)
+	err = a.river.StopAndCancel(cctx)
+	ccancel()
+	if err != nil {
+		return err
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer rcancel()
+	restored, waiting, rerr := a.putBack(rctx, held)
+	if rerr != nil {
+		return rerr
+	}
+	res.Restored, res.Interrupted = restored, waiting
+	log.InfoContext(ctx, "cancelled jobs at the deadline", "interrupted", waiting, "restored", restored)
+	return nil
+}
+
+// queueCounts returns how many jobs of the default queue are ready (or
+// due within lookahead) and how many this client is running; with an
+// empty clientID the second count is 0.
+func (a *Agent) queueCounts(ctx context.Context, clientID string, lookahead time.Duration) (ready, mine int, err error) {
+	err = a.pool.QueryRow(ctx, `SELECT
+			count(*) FILTER (WHERE state = 'available' AND scheduled_at <= now() + $2::interval),
+			count(*) FILTER (WHERE state = 'running' AND $1 <> '' AND attempted_by[cardinality(attempted_by)] = $1)
+		FROM river_job WHERE queue = $3 AND state IN ('available', 'running')`,
+		clientID, lookahead, river.QueueDefault).Scan(&ready, &mine)
+	if err != nil {
+		return 0, 0, fmt.Errorf("error counting queued jobs: %w", err)
+	}
+	return ready, mine, nil
+}
+
+// heldJobs lists the jobs this client is running.
+func (a *Agent) heldJobs(ctx context.Context) ([]heldJob, error) {
+	rows, err := a.pool.Query(ctx, `SELECT id, attempt, coalesce(array_length(errors, 1), 0)
+		FROM river_job WHERE state = 'running' AND attempted_by[cardinality(attempted_by)] = $1`, a.river.ID())
+	if err != nil {
+		return nil, fmt.Errorf("error listing running jobs: %w", err)
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowToStructByPos[heldJob])
+	if err != nil {
+		return nil, fmt.Errorf("error listing running jobs: %w", err)
+	}
+	return held, nil
+}
+
+// putBack makes the cancelled jobs available again as they were before
+// this process ran them: a job still marked running by this client, or one
+// River settled as failed (retryable, available with a new error, or
+// discarded) at the attempt it had, gets that attempt and that error taken
+// back. A job River already put back, or that another worker has taken
+// since, is left alone. It returns how many jobs it changed and how many of
+// the held jobs are now waiting in the queue.
+func (a *Agent) putBack(ctx context.Context, held []heldJob) (restored, waiting int, err error) {
+	ids := make([]int64, len(held))
+	attempts := make([]int32, len(held))
+	nerrs := make([]int32, len(held))
+	for i, h := range held {
+		ids[i], attempts[i], nerrs[i] = h.ID, int32(h.Attempt), int32(h.Errors)
+	}
+	tag, err := a.pool.Exec(ctx, `WITH held AS (
+			SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[]) AS h(id, attempt, nerr))
+		UPDATE river_job j SET
+			state = 'available',
+			attempt = greatest(j.attempt - 1, 0),
+			errors = CASE WHEN coalesce(array_length(j.errors, 1), 0) > h.nerr THEN j.errors[1:h.nerr] ELSE j.errors END,
+			finalized_at = NULL,
+			scheduled_at = now()
+		FROM held
+		WHERE j.id = h.id AND j.attempt = h.attempt AND (
+			(j.state = 'running' AND j.attempted_by[cardinality(j.attempted_by)] = $4)
+			OR (j.state IN ('retryable', 'available', 'discarded') AND coalesce(array_length(j.errors, 1), 0) > h.nerr))`,
+		ids, attempts, nerrs, a.river.ID())
+	if err != nil {
+		return 0, 0, fmt.Errorf("error putting cancelled jobs back: %w", err)
+	}
+	if err := a.pool.QueryRow(ctx, `SELECT count(*) FROM river_job
+		WHERE id = ANY($1) AND state IN ('available', 'retryable', 'scheduled')`, ids).Scan(&waiting); err != nil {
+		return 0, 0, fmt.Errorf("error counting cancelled jobs: %w", err)
+	}
+	return int(tag.RowsAffected()), waiting, nil
+}
+
+// MaintainParams tune Maintain; zero fields take the defaults above.
+type MaintainParams struct {
+	CompletedRetention time.Duration
+	CancelledRetention time.Duration
+	DiscardedRetention time.Duration
+}
+
+// MaintainResult counts what Maintain did.
+type MaintainResult struct {
+	// Skipped is true when another process was maintaining the queue.
+	Skipped bool `json:"skipped,omitempty"`
+	// Scheduled counts scheduled or retryable jobs made available.
+	Scheduled int `json:"scheduled"`
+	// Rescued counts stuck running jobs made retryable.
+	Rescued int `json:"rescued"`
+	// Discarded counts stuck jobs with no attempt left, discarded.
+	Discarded int `json:"discarded"`
+	// Cancelled counts stuck jobs that had been asked to cancel.
+	Cancelled int `json:"cancelled"`
+	// Deleted counts finished jobs deleted after their retention.
+	Deleted int `json:"deleted"`
+}
+
+// Maintain does River's queue maintenance once, for a deployment where no
+// process runs long enough to be River's leader: it makes due scheduled and
+// retryable jobs available, rescues jobs left running longer than
+// Config.RescueStuckJobsAfter (their worker died, say a Lambda killed at its
+// timeout), and deletes finished jobs past their retention. It uses River's
+// own queries, in one transaction, under an advisory lock: when another
+// process holds it, Maintain does nothing and reports Skipped.
+func (a *Agent) Maintain(ctx context.Context, p MaintainParams) (MaintainResult, error) {
+	p.CompletedRetention = cmp.Or(p.CompletedRetention, CompletedRetentionDefault)
+	p.CancelledRetention = cmp.Or(p.CancelledRetention, CancelledRetentionDefault)
+	p.DiscardedRetention = cmp.Or(p.DiscardedRetention, DiscardedRetentionDefault)
+	var res MaintainResult
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		var locked bool
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1)", maintainLockKey).Scan(&locked); err != nil {
+			return fmt.Errorf("error taking maintenance lock: %w", err)
+		}
+		if !locked {
+			res.Skipped = true
+			return nil
+		}
+		exec := a.river.Driver().UnwrapExecutor(tx)
+		if err := a.rescueStuck(ctx, exec, &res); err != nil {
+			return err
+		}
+		if err := scheduleDue(ctx, exec, &res); err != nil {
+			return err
+		}
+		return deleteFinished(ctx, exec, p, &res)
+	})
+	if err != nil {
+		return res, fmt.Errorf("error maintaining the job queue: %w", err)
+	}
+	return res, nil
+}
+
+// rescueStuck settles the jobs running for longer than a step may: back to
+// retryable with River's retry policy while attempts remain, else
+// discarded; cancelled when cancellation had been asked.
+func (a *Agent) rescueStuck(ctx context.Context, exec riverdriver.ExecutorTx, res *MaintainResult) error {
+	horizon := time.Now().Add(-a.config.RescueStuckJobsAfter)
+	policy := &river.DefaultClientRetryPolicy{}
+	var afterID int64
+	for range maintainRounds {
+		stuck, err := exec.JobGetStuck(ctx, &riverdriver.JobGetStuckParams{AfterID: afterID, Max: maintainBatch, StuckHorizon: horizon})
+		if err != nil {
+			return fmt.Errorf("error listing stuck jobs: %w", err)
+		}
+		if len(stuck) == 0 {
+			return nil
+		}
+		now := time.Now().UTC()
+		params := &riverdriver.JobRescueManyParams{StuckHorizon: horizon}
+		for _, job := range stuck {
+			afterID = job.ID
+			errData, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(job.Attempt, 0),
+				Error: fmt.Sprintf("rescued: still running after %s, so its worker is presumed gone", a.config.RescueStuckJobsAfter)})
+			if err != nil {
+				return fmt.Errorf("error encoding rescue error: %w", err)
+			}
+			var meta struct {
+				CancelAttemptedAt time.Time `json:"cancel_attempted_at"`
+			}
+			_ = json.Unmarshal(job.Metadata, &meta)
+			state, finalized, at := rivertype.JobStateRetryable, (*time.Time)(nil), policy.NextRetry(job)
+			switch {
+			case !meta.CancelAttemptedAt.IsZero():
+				state, finalized, at = rivertype.JobStateCancelled, &now, job.ScheduledAt
+				res.Cancelled++
+			case job.Attempt >= job.MaxAttempts:
+				state, finalized, at = rivertype.JobStateDiscarded, &now, job.ScheduledAt
+				res.Discarded++
+			default:
+				res.Rescued++
+			}
+			params.ID = append(params.ID, job.ID)
+			params.Error = append(params.Error, errData)
+			params.FinalizedAt = append(params.FinalizedAt, finalized)
+			params.ScheduledAt = append(params.ScheduledAt, at)
+			params.State = append(params.State, string(state))
+		}
+		if _, err := exec.JobRescueMany(ctx, params); err != nil {
+			return fmt.Errorf("error rescuing stuck jobs: %w", err)
+		}
+		if len(stuck) < maintainBatch {
+			return nil
+		}
+	}
+	return nil
+}
+
+// scheduleDue makes scheduled and retryable jobs whose time has come
+// available.
+func scheduleDue(ctx context.Context, exec riverdriver.ExecutorTx, res *MaintainResult) error {
+	for range maintainRounds {
+		now := time.Now().UTC()
+		done, err := exec.JobSchedule(ctx, &riverdriver.JobScheduleParams{Max: maintainBatch, Now: &now})
+		if err != nil {
+			return fmt.Errorf("error scheduling due jobs: %w", err)
+		}
+		res.Scheduled += len(done)
+		if len(done) < maintainBatch {
+			return nil
+		}
+	}
+	return nil
+}
+
+// deleteFinished deletes completed, cancelled and discarded jobs past
+// their retention.
+func deleteFinished(ctx context.Context, exec riverdriver.ExecutorTx, p MaintainParams, res *MaintainResult) error {
+	for range maintainRounds {
+		now := time.Now().UTC()
+		n, err := exec.JobDeleteBefore(ctx, &riverdriver.JobDeleteBeforeParams{
+			CompletedDoDelete: true, CompletedFinalizedAtHorizon: now.Add(-p.CompletedRetention),
+			CancelledDoDelete: true, CancelledFinalizedAtHorizon: now.Add(-p.CancelledRetention),
+			DiscardedDoDelete: true, DiscardedFinalizedAtHorizon: now.Add(-p.DiscardedRetention),
+			Max: maintainBatch,
+		})
+		if err != nil {
+			return fmt.Errorf("error deleting finished jobs: %w", err)
+		}
+		res.Deleted += n
+		if n < maintainBatch {
+			return nil
+		}
+	}
+	return nil
+}
