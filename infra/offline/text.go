@@ -128,7 +128,7 @@ func keepParts(parts []string) []string {
 	for _, p := range parts {
 		p = strings.TrimSpace(p)
 		first := strings.ToLower(strings.SplitN(p+" ", " ", 2)[0])
-		if len(terms(p)) >= 2 && (strings.HasSuffix(p, "?") || questionWd[first]) {
+		if len(terms(p)) >= 1 && (strings.HasSuffix(p, "?") || questionWd[first]) {
 			if !strings.HasSuffix(p, "?") {
 				p += "?"
 			}

@@ -1,0 +1,99 @@
+package offline
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+func TestSplitQuestion(t *testing.T) {
+	t.Parallel()
+	cases := map[string]int{
+		"How does the context package carry cancellation?":                                     0,
+		"How do goroutines and channels work?":                                                 0,
+		"How do goroutines work, and how does the context package carry cancellation?":         2,
+		"What is sync.Pool for? How does net/http serve requests?":                             2,
+		"- how maps grow\n- how slices grow\n- what escape analysis does":                      3,
+		"How does x work? Bring back the key facts with their sources.":                        0,
+		"Explain channels; explain mutexes in the sync package; explain the atomic operations": 0,
+	}
+	for q, want := range cases {
+		if got := splitQuestion(q); len(got) != want {
+			t.Errorf("splitQuestion(%q) = %q, want %d parts", q, got, want)
+		}
+	}
+}
+
+func TestSentencesKeepIdentifiersWhole(t *testing.T) {
+	t.Parallel()
+	got := sentences("Use context.Context for\ncancellation. It carries deadlines, e.g. timeouts.\n\nfunc Foo")
+	want := []string{"Use context.Context for cancellation.", "It carries deadlines, e.g. timeouts.", "func Foo"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q", got)
+	}
+}
+
+// TestPolicyIsDeterministicAndEndsWithAReport replays the policy against
+// canned tool results and checks its turns.
+func TestPolicyIsDeterministicAndEndsWithAReport(t *testing.T) {
+	t.Parallel()
+	tools := []llm.ToolSpec{{Name: "search"}, {Name: "read"}, {Name: "remember"}}
+	msgs := []llm.Message{{Role: llm.RoleUser, Content: "How does the context package carry cancellation?"}}
+	m := &Model{}
+	results := map[string]string{
+		"search":   "[id 7] package context (https://pkg.go.dev/context)\nPackage context defines the Context type.",
+		"read":     "[id 7] package context (https://pkg.go.dev/context)\n\nPackage context defines the Context type, which carries deadlines and cancellation signals. Cancellation propagates to derived contexts.",
+		"remember": "Remembered as document 9.",
+	}
+	var names []string
+	for turn := 0; turn < 8; turn++ {
+		resp, err := m.Complete(context.Background(), llm.Request{Messages: msgs, Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := m.Complete(context.Background(), llm.Request{Messages: msgs, Tools: tools})
+		a, _ := json.Marshal(resp.Message)
+		b, _ := json.Marshal(again.Message)
+		if string(a) != string(b) {
+			t.Fatalf("turn %d differs between two identical calls", turn)
+		}
+		if resp.Usage.PromptTokens == 0 || resp.Usage.CostUSD != 0 {
+			t.Fatalf("usage %+v", resp.Usage)
+		}
+		msgs = append(msgs, resp.Message)
+		if len(resp.Message.ToolCalls) == 0 {
+			report := resp.Message.Content
+			if !strings.Contains(report, "carries deadlines and cancellation signals. [1]") ||
+				!strings.Contains(report, "[1] package context — https://pkg.go.dev/context") ||
+				!strings.Contains(report, "not a language model") {
+				t.Fatalf("report:\n%s", report)
+			}
+			if got := strings.Join(names, ","); got != "search,read,remember" {
+				t.Fatalf("tools used %s", got)
+			}
+			return
+		}
+		for _, c := range resp.Message.ToolCalls {
+			names = append(names, c.Name)
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: results[c.Name]})
+		}
+	}
+	t.Fatal("no report after 8 turns")
+}
+
+func TestMergesSubagentReportsRenumbered(t *testing.T) {
+	t.Parallel()
+	s := &state{task: "How do maps and slices grow?", reports: "## maps-1 (run 2): succeeded\n# Report\n\n## Findings\n" +
+		"- Maps grow by doubling buckets. [1]\n\n## Sources\n[1] package maps — https://pkg.go.dev/maps\n\n" +
+		"## slices-2 (run 3): failed\nerror: budget exhausted"}
+	got := s.report()
+	for _, want := range []string{"### maps-1 (run 2): succeeded", "- Maps grow by doubling buckets. [1]",
+		"[1] package maps — https://pkg.go.dev/maps", "### slices-2 (run 3): failed", "budget exhausted"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}
