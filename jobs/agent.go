@@ -175,7 +175,23 @@ type stepWorker struct {
 func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return w.agent.config.StepTimeout }
 
 func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
-	return w.agent.step(ctx, job)
+	err := w.agent.step(ctx, job)
+	if err == nil || job.Attempt < job.MaxAttempts || ctx.Err() != nil {
+		return err // River retries it from the last committed state
+	}
+	// The last attempt failed too: end the run rather than leave it working
+	// with no job.
+	w.agent.logger.ErrorContext(ctx, "step failed on its last attempt", "run_id", job.Args.RunID,
+		"step", job.Args.Step, "attempt", job.Attempt, "err", err)
+	run, gerr := GetRun(ctx, w.agent.pool, job.Args.RunID)
+	if gerr != nil {
+		return errors.Join(err, gerr)
+	}
+	msg := fmt.Sprintf("step %d failed after %d attempts: %s", job.Args.Step, job.Attempt, err.Error())
+	if ferr := w.agent.endAfter(ctx, job, run, StatusFailed, "", msg); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	return nil
 }
 
 // StepArgs are the arguments of a step job: the run and the step number it
