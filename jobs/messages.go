@@ -65,11 +65,19 @@ func (a *Agent) waitForMessages(ctx context.Context, run *Run, calls []llm.ToolC
 		if json.Unmarshal(c.Arguments, &args) != nil || args.WaitSeconds <= 0 || args.WaitSeconds > MaxWaitSeconds {
 			return nil // no wait, or a bad argument the tool will report
 		}
+		wait := time.Duration(args.WaitSeconds) * time.Second
+		// The wait must leave the step time to commit before its timeout.
+		if deadline, ok := ctx.Deadline(); ok {
+			left := time.Until(deadline)
+			wait = min(wait, left-min(5*time.Second, left/2))
+		}
+		if wait <= 0 {
+			return nil
+		}
 		if err := setState(ctx, a.pool, run.ID, StateWaiting, run.Steps+1); err != nil {
 			return err
 		}
-		if _, err := a.messenger.Wait(ctx, run.ID, time.Duration(args.WaitSeconds)*time.Second); err != nil &&
-			!errors.Is(err, messenger.ErrNoInbox) {
+		if _, err := a.messenger.Wait(ctx, run.ID, wait); err != nil && !errors.Is(err, messenger.ErrNoInbox) {
 			return fmt.Errorf("error waiting for messages: %w", err)
 		}
 		return setState(ctx, a.pool, run.ID, StateMessaging, run.Steps+1)

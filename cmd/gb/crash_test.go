@@ -84,6 +84,11 @@ func TestWorkerKilledMidStep(t *testing.T) {
 
 	second := startWorker(t, bin, url)
 	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
+	defer func() {
+		if t.Failed() {
+			dumpTree(t, pool, root.ID)
+		}
+	}()
 	waitFor(t, 120*time.Second, "the tree to end", func() bool {
 		r, err := jobs.GetRun(ctx, pool, root.ID)
 		return err == nil && r.Ended()
@@ -136,6 +141,27 @@ func checkTreeExactlyOnce(t *testing.T, pool *pgxpool.Pool, rootID int64) {
 	}
 	if open != 0 {
 		t.Errorf("%d jobs left unfinished", open)
+	}
+}
+
+// dumpTree logs the runs and jobs of a tree, to tell why it did not end.
+func dumpTree(t *testing.T, pool *pgxpool.Pool, rootID int64) {
+	ctx := context.Background()
+	tree, _ := jobs.Tree(ctx, pool, rootID)
+	for _, r := range tree {
+		t.Logf("run %d %s: %s/%s steps %d error %q", r.ID, r.Name, r.Status, r.State, r.Steps, r.Error)
+	}
+	rows, err := pool.Query(ctx, "SELECT id, state, attempt, args::text, coalesce(errors::text, '') FROM river_job ORDER BY id")
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var attempt int
+		var state, args, errs string
+		_ = rows.Scan(&id, &state, &attempt, &args, &errs)
+		t.Logf("job %d %s attempt %d %s %.300s", id, state, attempt, args, errs)
 	}
 }
 
