@@ -200,21 +200,27 @@ func Subtree(ctx context.Context, db DB, id int64) ([]*Run, error) {
 		SELECT `+runColumns+` FROM gb_agent_research_runs WHERE id IN (SELECT id FROM t) ORDER BY depth, id`, id)
 }
 
+// lockOwned locks the tree of a run the user owns, then the run.
+func (a *Agent) lockOwned(ctx context.Context, tx pgx.Tx, userID, id int64) (*Run, error) {
+	seen, err := GetForUser(ctx, tx, userID, id)
+	if err != nil {
+		return nil, err
+	}
+	run, err := a.lockTree(ctx, tx, seen)
+	if err == nil && run == nil {
+		err = ErrNotFound
+	}
+	return run, err
+}
+
 // Cancel ends a run the user owns and its descendants, as failed with
 // "cancelled by its owner"; its parent, if parked on it, resumes.
 func (a *Agent) Cancel(ctx context.Context, userID, id int64) (*Run, error) {
 	var out *Run
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		seen, err := GetForUser(ctx, tx, userID, id)
+		run, err := a.lockOwned(ctx, tx, userID, id)
 		if err != nil {
 			return err
-		}
-		run, err := a.lockTree(ctx, tx, seen)
-		if err != nil {
-			return err
-		}
-		if run == nil {
-			return ErrNotFound
 		}
 		if !run.Ended() {
 			if err := a.cancelJobs(ctx, tx, []int64{run.ID}, true); err != nil {
@@ -234,16 +240,9 @@ func (a *Agent) Cancel(ctx context.Context, userID, id int64) (*Run, error) {
 // and their jobs.
 func (a *Agent) Delete(ctx context.Context, userID, id int64) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		seen, err := GetForUser(ctx, tx, userID, id)
+		run, err := a.lockOwned(ctx, tx, userID, id)
 		if err != nil {
 			return err
-		}
-		run, err := a.lockTree(ctx, tx, seen)
-		if err != nil {
-			return err
-		}
-		if run == nil {
-			return ErrNotFound
 		}
 		tree, err := Subtree(ctx, tx, id)
 		if err != nil {
