@@ -20,8 +20,8 @@ import (
 const (
 	StepTimeoutDefault   = 3 * time.Minute
 	StepMaxAttempts      = 5
-	FetchCooldownDefault = 2 * time.Millisecond
-	FetchPollDefault     = 500 * time.Millisecond
+	FetchCooldownDefault = time.Millisecond
+	FetchPollDefault     = 100 * time.Millisecond
 	MaxWorkersDefault    = 50
 	// RescueMarginDefault is how long after StepTimeout a job still marked
 	// running is taken for the job of a dead worker and run again.

@@ -79,7 +79,7 @@ func Search(ctx context.Context, db DB, dataset, query string, limit int) ([]Hit
 	rows, err := db.Query(ctx, `
 		WITH q AS (SELECT websearch_to_tsquery('english', $2) AS q)
 		SELECT d.id, d.source, d.title,
-		       ts_headline('english', left(d.body, 20000), q.q,
+		       ts_headline('english', left(d.body, 8000), q.q,
 		                   'MaxFragments=2, MinWords=8, MaxWords=30, StartSel="", StopSel="", FragmentDelimiter=" … "'),
 		       ts_rank_cd(d.tsv, q.q) AS rank
 		FROM gb_kb_documents d, q
