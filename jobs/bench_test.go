@@ -169,9 +169,8 @@ func stepOverheadOnce(b *testing.B) overheadResult {
 		r.agent1.add(agentRuns(b, a, obs, users, 1, 40, false))
 		r.river1min.add(runChains(b, pool, q("chain1_min"), 1, 40, river.FetchCooldownMin, poll))
 	}
-	// One round each of the slow ones. A lone River chain with a 2 ms
-	// cooldown stalls on the fetch poll now and then (see the benchmark's
-	// doc). FetchCooldown 0 leaves River's default (100 ms); the poll
+	// One round each of the slow ones. A lone River chain can stall on the
+	// fetch poll now and then (see the benchmark's doc). FetchCooldown 0 leaves River's default (100 ms); the poll
 	// interval stays the same so that only the cooldown differs.
 	r.river1.add(runChains(b, pool, "gb_bench_chain1", 1, 40, cd, poll))
 	r.riverDefault1.add(runChains(b, pool, "gb_bench_chain1_default", 1, 40, 0, poll))
@@ -182,12 +181,13 @@ func stepOverheadOnce(b *testing.B) overheadResult {
 // once, beside bare River jobs that chain themselves the way steps do (insert
 // the successor and complete in one transaction), on the same database.
 //
-// A lone bare chain is faster than River's 2 ms FetchCooldown: River sends
+// A lone bare chain can be faster than River's FetchCooldown: River sends
 // at most one insert notification per queue per FetchCooldown, so a hop
-// inserted within 2 ms of the last notification sends none, and when the
-// fetch that the last notification triggered has already run, the job waits
-// for the next poll (FetchPollInterval, 500 ms). Those are the "stalls" of
-// the river row; the row with River's 1 ms minimum cooldown has none.
+// inserted within the cooldown of the last notification sends none, and
+// when the fetch that the last notification triggered has already run, the
+// job waits for the next poll (FetchPollInterval). Those are the "stalls";
+// jobs.Config uses River's 1 ms minimum cooldown and a 100 ms poll to make
+// them rare and short.
 func BenchmarkStepOverhead(b *testing.B) {
 	var r overheadResult
 	for i := 0; i < b.N; i++ {
@@ -208,7 +208,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 	fmt.Printf("ratio agent/river: %.2f (river without stalls, 1ms row: %.2f); agent pickup p50 %s (target <= 5ms)\n",
 		r.agent1.rate()/r.river1.rate(), r.agent1.rate()/r.river1min.rate(), ms(pct(r.agent1.pickup, .5)))
 	fmt.Printf("(river: a step is one job from its start to its commit; pickup is a commit to the next start of the same\n"+
-		" run or chain; stalls are pickups over %s; the 2ms and the default river rows are one round each)\n", stallAfter)
+		" run or chain; stalls are pickups over %s; the same-as-gb and the default river rows are one round each)\n", stallAfter)
 
 	b.ReportMetric(r.agent8.rate(), "agent-steps/s")
 	b.ReportMetric(r.river8.rate(), "river-jobs/s")

@@ -83,11 +83,6 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) error {
 	if last {
 		reply.ToolCalls = nil
 	}
-	if state := toolsState(reply.ToolCalls); state != "" {
-		if err := setState(ctx, a.pool, run.ID, state, step); err != nil {
-			return err
-		}
-	}
 	if err := a.waitForMessages(ctx, run, reply.ToolCalls); err != nil {
 		return err
 	}
@@ -112,6 +107,10 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 		}
 		if run == nil || run.Ended() || run.Status == StatusWaiting || run.Steps != step-1 {
 			return completeJob(ctx, tx, job) // cancelled, deleted or already done meanwhile
+		}
+		// The state of the tools, recorded in the step's own transaction.
+		if err := setState(ctx, tx, run.ID, toolsState(reply.ToolCalls), step); err != nil {
+			return err
 		}
 		env := &toolEnv{agent: a, tx: tx, run: run, step: step}
 		msgs := append(append([]llm.Message{}, prelude...), reply)
@@ -157,17 +156,20 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 }
 
 // lockTree locks the root of the run's tree, then the run itself, so that
-// every writer of a tree takes its locks in the same order. It returns nil
-// when the run is gone.
+// every writer of a tree takes its locks in the same order (a root's id is
+// the smallest of its tree). It returns nil when the run is gone.
 func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error) {
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM gb_agent_research_runs WHERE id = $1 FOR UPDATE", run.RootID); err != nil {
+	runs, err := queryRuns(ctx, tx, "SELECT "+runColumns+` FROM gb_agent_research_runs
+		WHERE id = ANY($1) ORDER BY id FOR UPDATE`, []int64{run.RootID, run.ID})
+	if err != nil {
 		return nil, fmt.Errorf("error locking tree %d: %w", run.RootID, err)
 	}
-	locked, err := lockRun(ctx, tx, run.ID)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil
+	for _, r := range runs {
+		if r.ID == run.ID {
+			return r, nil
+		}
 	}
-	return locked, err
+	return nil, nil
 }
 
 // recordStep appends the step's messages and adds its usage to the run.
