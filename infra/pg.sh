@@ -14,6 +14,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 port=${GB_PG_PORT:-54329}
 dir=${GB_PG_DIR:-$root/.data/pg}
+# Postgres runs as the postgres user when we are root; if it cannot reach the
+# repository (a checkout under /root, say), keep the cluster under /tmp.
+if [ -z "${GB_PG_DIR:-}" ] && [ "$(id -u)" = 0 ] && id postgres >/dev/null 2>&1 \
+   && ! runuser -u postgres -- test -x "$root" 2>/dev/null; then
+  dir=/tmp/gb-pg-$(printf '%s' "$root" | md5sum | cut -c1-8)
+fi
 data=$dir/data
 sock=$dir/sock
 log=$dir/server.log
@@ -43,7 +49,7 @@ install_pg() {
 # current user, or "postgres" when running as root (Postgres refuses root).
 as_owner() {
   if [ "$(id -u)" = 0 ]; then
-    runuser -u postgres -- "$@"
+    (cd / && runuser -u postgres -- "$@")
   else
     "$@"
   fi
@@ -59,7 +65,7 @@ start() {
   if [ "$(id -u)" = 0 ]; then
     chown -R postgres: "$dir"
     if ! runuser -u postgres -- test -w "$dir"; then
-      say "$dir is not reachable by the postgres user; set GB_PG_DIR to a directory it can use"; exit 1
+      say "$dir is not writable by the postgres user; set GB_PG_DIR to a directory it can use"; exit 1
     fi
   fi
   if [ ! -f "$data/PG_VERSION" ]; then
