@@ -167,7 +167,12 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 			return
 		}
 		res.Kicks++
-		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		// Detached from ctx, which may have ended, but not past its deadline.
+		end := time.Now().Add(5 * time.Second)
+		if d, ok := ctx.Deadline(); ok && d.Before(end) {
+			end = d
+		}
+		kctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)
 		defer cancel()
 		if err := p.OnBacklog(kctx); err != nil {
 			log.WarnContext(ctx, "could not wake another worker", "why", why, "err", err)
@@ -175,6 +180,9 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 	}
 
 	res.Reason = a.watch(ctx, p, log, kick, countEvents)
+	if res.Reason == DrainCancelled {
+		p.CancelAt = time.Now() // the caller wants out now
+	}
 
 	// Stop. Queries from here on must work even when ctx has ended.
 	bg := context.WithoutCancel(ctx)
@@ -300,10 +308,10 @@ func (a *Agent) stopAtDeadline(ctx context.Context, p DrainParams, res *DrainRes
 // empty clientID the second count is 0.
 func (a *Agent) queueCounts(ctx context.Context, clientID string, lookahead time.Duration) (ready, mine int, err error) {
 	err = a.pool.QueryRow(ctx, `SELECT
-			count(*) FILTER (WHERE state = 'available' AND scheduled_at <= now() + $2::interval),
+			count(*) FILTER (WHERE state = 'available' AND scheduled_at <= now() + $2 * interval '1 millisecond'),
 			count(*) FILTER (WHERE state = 'running' AND $1 <> '' AND attempted_by[cardinality(attempted_by)] = $1)
 		FROM river_job WHERE queue = $3 AND state IN ('available', 'running')`,
-		clientID, lookahead, river.QueueDefault).Scan(&ready, &mine)
+		clientID, lookahead.Milliseconds(), river.QueueDefault).Scan(&ready, &mine)
 	if err != nil {
 		return 0, 0, fmt.Errorf("error counting queued jobs: %w", err)
 	}
@@ -346,7 +354,7 @@ func (a *Agent) putBack(ctx context.Context, held []heldJob) (restored, waiting 
 			errors = CASE WHEN coalesce(array_length(j.errors, 1), 0) > h.nerr THEN j.errors[1:h.nerr] ELSE j.errors END,
 			finalized_at = NULL,
 			scheduled_at = now()
-		FROM held
+		FROM held h
 		WHERE j.id = h.id AND j.attempt = h.attempt AND (
 			(j.state = 'running' AND j.attempted_by[cardinality(j.attempted_by)] = $4)
 			OR (j.state IN ('retryable', 'available', 'discarded') AND coalesce(array_length(j.errors, 1), 0) > h.nerr))`,
@@ -363,8 +371,11 @@ func (a *Agent) putBack(ctx context.Context, held []heldJob) (restored, waiting 
 
 // MaintainParams tune Maintain; zero fields take the defaults above.
 type MaintainParams struct {
+	// CompletedRetention is how long completed jobs are kept.
 	CompletedRetention time.Duration
+	// CancelledRetention is how long cancelled jobs are kept.
 	CancelledRetention time.Duration
+	// DiscardedRetention is how long discarded jobs are kept.
 	DiscardedRetention time.Duration
 }
 

@@ -44,7 +44,7 @@ func addEvent(ctx context.Context, db DB, run *Run, kind string, data map[string
 		return fmt.Errorf("error encoding event: %w", err)
 	}
 	_, err = db.Exec(ctx, `INSERT INTO gb_agent_research_events (root_id, run_id, parent_id, kind, data)
-		VALUES ($1, $2, $3, $4, $5)`, run.RootID, run.ID, run.ParentID, kind, b)
+		VALUES ($1, $2, $3, $4, $5)`, run.RootID, run.ID, run.ParentID, kind, string(b))
 	if err != nil {
 		return fmt.Errorf("error recording event %s: %w", kind, err)
 	}

@@ -180,7 +180,7 @@ func recordStep(ctx context.Context, tx pgx.Tx, run *Run, step int, msgs []llm.M
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO gb_agent_research_steps
 		(run_id, step, messages, prompt_tokens, completion_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6)`,
-		run.ID, step, b, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+		run.ID, step, string(b), u.PromptTokens, u.CompletionTokens, u.CostUSD)
 	if err != nil {
 		return fmt.Errorf("error recording step %d of run %d: %w", step, run.ID, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/infra/httpapi"
 	"github.com/gbresearch/gb/infra/offline"
@@ -29,7 +30,13 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
+	// The API runs behind RDS Proxy in production: test it in the same
+	// exec query mode, with no prepared statements.
+	pool, err := db.Open(ctx, db.PoolConfig{URL: dbtest.NewURL(t), Proxy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
 	if _, err := kb.Load(ctx, pool, "godoc", []kb.Document{{Source: "s", Title: "t", Body: "b"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,43 @@
+// Command api is the API Lambda: API Gateway HTTP API events (payload 2.0)
+// served by the REST API of infra/httpapi. It inserts researches with an
+// insert-only River client (it never works jobs and never listens), kicks
+// the worker after each new research, and works behind RDS Proxy.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/gbresearch/gb/functions/api/apigw"
+	gbaws "github.com/gbresearch/gb/infra/aws"
+	"github.com/gbresearch/gb/infra/httpapi"
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/messenger"
+)
+
+func main() {
+	ctx := context.Background()
+	// One request at a time per execution environment: a small pool.
+	rt, err := gbaws.Setup(ctx, gbaws.SetupParams{AppName: "gb-api", MaxConns: 2})
+	if err != nil {
+		fatal(err)
+	}
+	// The API sends the owner's messages but never waits for one: its
+	// messenger has no listener.
+	msgr := messenger.NewPostgres(rt.Pool, nil, messenger.PostgresConfig{})
+	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: rt.RecordingModel(), Messenger: msgr, Logger: rt.Logger,
+		Config: rt.Config.Agent()})
+	if err != nil {
+		fatal(err)
+	}
+	handler := httpapi.New(httpapi.Deps{Agent: agent, Logger: rt.Logger, Kick: rt.Kick()})
+	lambda.StartHandlerFunc(apigw.Handler(handler), lambda.WithEnableSIGTERM(rt.Close))
+}
+
+func fatal(err error) {
+	slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("api cannot start", "err", err)
+	os.Exit(1)
+}

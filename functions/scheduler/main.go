@@ -1,0 +1,36 @@
+// Command scheduler is the Lambda that EventBridge Scheduler invokes with a
+// schedule's Input JSON; it starts the research the schedule describes,
+// once per scheduled time (see functions/scheduler/schedule).
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/gbresearch/gb/functions/scheduler/schedule"
+	gbaws "github.com/gbresearch/gb/infra/aws"
+	"github.com/gbresearch/gb/jobs"
+)
+
+func main() {
+	ctx := context.Background()
+	rt, err := gbaws.Setup(ctx, gbaws.SetupParams{AppName: "gb-scheduler", MaxConns: 2})
+	if err != nil {
+		fatal(err)
+	}
+	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: rt.RecordingModel(), Logger: rt.Logger,
+		Config: rt.Config.Agent()})
+	if err != nil {
+		fatal(err)
+	}
+	h := &schedule.Handler{Agent: agent, Logger: rt.Logger}
+	lambda.StartHandlerFunc(h.Handle, lambda.WithEnableSIGTERM(rt.Close))
+}
+
+func fatal(err error) {
+	slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("scheduler cannot start", "err", err)
+	os.Exit(1)
+}

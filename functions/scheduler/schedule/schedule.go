@@ -1,0 +1,182 @@
+// Package schedule starts the researches that EventBridge Scheduler asks
+// for: it reads a schedule's Input JSON strictly, checks it, and starts a
+// root research owned by the named user, once per scheduled time however
+// often the event is delivered.
+//
+// It may import jobs; it knows nothing of Lambda beyond the event it reads.
+package schedule
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/gbresearch/gb/jobs"
+)
+
+// Input is the Input JSON of a schedule. EventBridge Scheduler fills
+// schedule and scheduled_time from its context attributes
+// <aws.scheduler.schedule-arn> and <aws.scheduler.scheduled-time>.
+type Input struct {
+	// User names the owner of the research; the user must exist.
+	User string `json:"user"`
+	// Topic is the question to research.
+	Topic string `json:"topic"`
+	// MaxSteps bounds the research's steps (optional, as in the API's
+	// POST /v1/gb/research, like the next three).
+	MaxSteps int `json:"max_steps"`
+	// Dataset names the knowledge base (jobs.DefaultDataset when empty).
+	Dataset string `json:"dataset"`
+	// MaxCostUSD is the tree's budget in dollars (0: the default budget).
+	MaxCostUSD float64 `json:"max_cost_usd"`
+	// MaxTokens is the tree's token budget (0: the default budget).
+	MaxTokens int64 `json:"max_tokens"`
+	// Schedule identifies the schedule (its ARN).
+	Schedule string `json:"schedule"`
+	// ScheduledTime is the time this delivery is for, RFC 3339. A retried
+	// delivery carries the same time, which makes the start idempotent.
+	ScheduledTime string `json:"scheduled_time"`
+}
+
+// allowedFields lists Input's JSON fields, for error messages.
+const allowedFields = "user, topic, max_steps, dataset, max_cost_usd, max_tokens, schedule, scheduled_time"
+
+// Result is what the function returns.
+type Result struct {
+	// RunID is the research's run.
+	RunID int64 `json:"run_id"`
+	// Created is false when this delivery repeated one that started it.
+	Created bool `json:"created"`
+}
+
+// InputError is an event that can never start a research: retrying it will
+// not help. Field names the JSON field at fault.
+type InputError struct {
+	// Field is the JSON field at fault; empty when the event as a whole is.
+	Field string
+	// Msg says what is wrong and what is allowed.
+	Msg string
+}
+
+// Error implements error: "field: message".
+func (e *InputError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return e.Field + ": " + e.Msg
+}
+
+// Decode reads an Input strictly: one JSON object, no unknown field, each
+// field of its type, and the required ones present.
+func Decode(raw []byte) (Input, error) {
+	var in Input
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field == "":
+			return in, &InputError{Msg: "the event is not a JSON object but a JSON " + te.Value}
+		case errors.As(err, &te):
+			return in, &InputError{Field: te.Field, Msg: fmt.Sprintf("must be a JSON %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)}
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return in, &InputError{Field: f, Msg: "is not a field of a scheduled research; allowed: " + allowedFields}
+		default:
+			return in, &InputError{Msg: "the event is not a JSON object: " + err.Error()}
+		}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return in, &InputError{Msg: "the event has data after its JSON object"}
+	}
+	in.User = strings.TrimSpace(in.User)
+	switch {
+	case in.User == "":
+		return in, &InputError{Field: "user", Msg: "is required: the name of the user who owns the research"}
+	case in.Schedule == "":
+		return in, &InputError{Field: "schedule", Msg: "is required: the schedule's ARN, <aws.scheduler.schedule-arn> in the schedule's Input"}
+	case in.ScheduledTime == "":
+		return in, &InputError{Field: "scheduled_time", Msg: "is required: <aws.scheduler.scheduled-time> in the schedule's Input"}
+	}
+	if _, err := time.Parse(time.RFC3339, in.ScheduledTime); err != nil {
+		return in, &InputError{Field: "scheduled_time", Msg: fmt.Sprintf("%q is not an RFC 3339 time like 2026-01-02T15:04:05Z", in.ScheduledTime)}
+	}
+	return in, nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "int", "int64", "float64":
+		return "number"
+	}
+	return goKind
+}
+
+// Key is the idempotency key of a delivery: the schedule and the time it
+// is for.
+func (in Input) Key() string { return in.Schedule + "@" + in.ScheduledTime }
+
+// Handler starts scheduled researches.
+type Handler struct {
+	// Agent inserts the researches; an insert-only one will do.
+	Agent *jobs.Agent
+	// Logger gets a line per event; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Handle starts the research an event asks for. A repeated delivery of the
+// same scheduled time returns the run it started the first time, with
+// Created false. An event that can never succeed returns an *InputError
+// (logged with the field at fault); other errors are worth a retry.
+func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, error) {
+	logger := h.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	res, err := h.start(ctx, raw)
+	var ie *InputError
+	switch {
+	case errors.As(err, &ie):
+		logger.ErrorContext(ctx, "invalid scheduled research", "field", ie.Field, "err", err)
+	case err != nil:
+		logger.ErrorContext(ctx, "could not start scheduled research", "err", err)
+	default:
+		logger.InfoContext(ctx, "scheduled research", "run_id", res.RunID, "created", res.Created)
+	}
+	return res, err
+}
+
+func (h *Handler) start(ctx context.Context, raw json.RawMessage) (Result, error) {
+	in, err := Decode(raw)
+	if err != nil {
+		return Result{}, err
+	}
+	userID, err := jobs.UserID(ctx, h.Agent.Pool(), in.User)
+	if err != nil {
+		// jobs.UserID wraps the driver's error when the query failed and
+		// wraps nothing when there is no such user.
+		if errors.Unwrap(err) == nil {
+			return Result{}, &InputError{Field: "user", Msg: err.Error()}
+		}
+		return Result{}, err
+	}
+	run, created, err := h.Agent.StartResearch(ctx, jobs.StartParams{UserID: userID, Topic: in.Topic,
+		MaxSteps: in.MaxSteps, Dataset: in.Dataset, MaxCostUSD: in.MaxCostUSD, MaxTokens: in.MaxTokens,
+		ScheduleKey: in.Key()})
+	var fe *jobs.FieldError
+	if errors.As(err, &fe) {
+		return Result{}, &InputError{Field: fe.Field, Msg: fe.Msg}
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("error starting scheduled research: %w", err)
+	}
+	return Result{RunID: run.ID, Created: created}, nil
+}

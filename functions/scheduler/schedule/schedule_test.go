@@ -1,0 +1,109 @@
+package schedule_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/gbresearch/gb/functions/lambdatest"
+	"github.com/gbresearch/gb/functions/scheduler/schedule"
+	"github.com/gbresearch/gb/infra/dbtest"
+	"github.com/gbresearch/gb/infra/offline"
+	"github.com/gbresearch/gb/jobs"
+)
+
+const good = `{"user":"alice","topic":"What does sync.Once do?","schedule":"arn:s","scheduled_time":"2026-11-30T06:00:00Z"}`
+
+func TestDecode(t *testing.T) {
+	t.Parallel()
+	in, err := schedule.Decode([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Key() != "arn:s@2026-11-30T06:00:00Z" || in.User != "alice" {
+		t.Fatalf("decoded %+v key %q", in, in.Key())
+	}
+	for _, tc := range []struct{ name, event, field, says string }{
+		{"unknown field", `{"user":"a","topc":"x","schedule":"s","scheduled_time":"2026-11-30T06:00:00Z"}`, "topc", "allowed: user, topic"},
+		{"wrong type", `{"user":"a","topic":"x","max_steps":"eight","schedule":"s","scheduled_time":"2026-11-30T06:00:00Z"}`, "max_steps", "must be a JSON number"},
+		{"no user", `{"topic":"x","schedule":"s","scheduled_time":"2026-11-30T06:00:00Z"}`, "user", "required"},
+		{"no schedule", `{"user":"a","topic":"x","scheduled_time":"2026-11-30T06:00:00Z"}`, "schedule", "required"},
+		{"no time", `{"user":"a","topic":"x","schedule":"s"}`, "scheduled_time", "required"},
+		{"placeholder left", `{"user":"a","topic":"x","schedule":"s","scheduled_time":"<aws.scheduler.scheduled-time>"}`, "scheduled_time", "RFC 3339"},
+		{"not an object", `["user"]`, "", "not a JSON object"},
+		{"trailing data", good + `{}`, "", "after its JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := schedule.Decode([]byte(tc.event))
+			var ie *schedule.InputError
+			if !errors.As(err, &ie) || ie.Field != tc.field || !strings.Contains(ie.Error(), tc.says) {
+				t.Fatalf("got %v (field %q), want field %q saying %q", err, fieldOf(ie), tc.field, tc.says)
+			}
+		})
+	}
+}
+
+func fieldOf(ie *schedule.InputError) string {
+	if ie == nil {
+		return "<none>"
+	}
+	return ie.Field
+}
+
+func TestHandleIsIdempotentPerScheduledTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	seed := lambdatest.Seed(t, pool)
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	h := &schedule.Handler{Agent: agent, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+
+	first, err := h.Handle(ctx, []byte(good))
+	if err != nil || !first.Created || first.RunID == 0 {
+		t.Fatalf("first delivery: %+v, %v", first, err)
+	}
+	again, err := h.Handle(ctx, []byte(good))
+	if err != nil || again.Created || again.RunID != first.RunID {
+		t.Fatalf("second delivery: %+v, %v; want run %d, not created", again, err, first.RunID)
+	}
+	run, err := jobs.GetRun(ctx, pool, first.RunID)
+	if err != nil || run.UserID != seed.UserID {
+		t.Fatalf("run %+v, %v: want owned by %s", run, err, seed.User)
+	}
+	var runs, stepJobs int
+	if err := pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM gb_agent_research_runs), (SELECT count(*) FROM river_job)").
+		Scan(&runs, &stepJobs); err != nil {
+		t.Fatal(err)
+	}
+	if runs != 1 || stepJobs != 1 {
+		t.Fatalf("%d runs and %d jobs after a repeated delivery, want 1 and 1", runs, stepJobs)
+	}
+	// The next scheduled time is another research.
+	next, err := h.Handle(ctx, []byte(strings.Replace(good, "06:00:00Z", "07:00:00Z", 1)))
+	if err != nil || !next.Created || next.RunID == first.RunID {
+		t.Fatalf("next time: %+v, %v", next, err)
+	}
+
+	for _, tc := range []struct{ event, field string }{
+		{strings.Replace(good, `"alice"`, `"nobody"`, 1), "user"},
+		{strings.Replace(good, `"What does sync.Once do?"`, `"  "`, 1), "topic"},
+		{strings.Replace(strings.Replace(good, `"topic"`, `"dataset":"nope","topic"`, 1), "06:00", "08:00", 1), "dataset"},
+	} {
+		logs.Reset()
+		_, err := h.Handle(ctx, []byte(tc.event))
+		var ie *schedule.InputError
+		if !errors.As(err, &ie) || ie.Field != tc.field {
+			t.Fatalf("%s: got %v, want an input error on %s", tc.event, err, tc.field)
+		}
+		if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "field="+tc.field) {
+			t.Fatalf("the log line should name the field %s: %s", tc.field, logs.String())
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package aws
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gbresearch/gb/infra/config"
+	"github.com/gbresearch/gb/infra/db"
+	"github.com/gbresearch/gb/infra/offline"
+	"github.com/gbresearch/gb/infra/openai"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// SetupParams say how a function sets itself up.
+type SetupParams struct {
+	// Getenv reads a setting; nil means os.Getenv.
+	Getenv func(string) string
+	// AppName is the application_name of the function's database
+	// connections (unless DATABASE_URL sets one), so that they can be told
+	// apart in pg_stat_activity: gb-api, gb-worker and so on.
+	AppName string
+	// MaxConns bounds the pool; 0 means db.MaxConnsDefault.
+	MaxConns int32
+	// ModelKey makes Setup read OPENAI_SECRET_ARN. Only the function that
+	// calls the model (the worker) needs it, and only it may read it.
+	ModelKey bool
+	// LoadAWS loads the AWS configuration, when the settings need one (a
+	// secret to read, IAM database auth, a worker to kick); nil means the
+	// SDK's default chain (environment, then the Lambda role).
+	LoadAWS func(context.Context) (awssdk.Config, error)
+	// Secrets reads secrets; nil means Secrets Manager.
+	Secrets SecretGetter
+}
+
+// Runtime is what a function builds once per execution environment.
+type Runtime struct {
+	// Config is the settings, with the secrets they name resolved.
+	Config config.Config
+	// Pool is the function's pool, kept for the execution environment.
+	Pool *pgxpool.Pool
+	// Logger is the Lambda logger at GB_LOG_LEVEL.
+	Logger *slog.Logger
+	// AWS is the AWS configuration; nil when the settings need none.
+	AWS    *awssdk.Config
+	kicker *Kicker
+}
+
+// Setup reads the settings, the secrets they name, and opens the pool. Its
+// errors name the variable to fix.
+func Setup(ctx context.Context, p SetupParams) (*Runtime, error) {
+	getenv := p.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg, err := config.FromEnv(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("invalid settings: %w", err)
+	}
+	rt := &Runtime{Config: cfg, Logger: NewLogger(cfg.LogLevel)}
+
+	needAWS := cfg.DatabaseSecretARN != "" || (p.ModelKey && cfg.OpenAISecretARN != "") ||
+		cfg.DatabaseIAMAuth || cfg.WorkerFunction != ""
+	if needAWS {
+		load := p.LoadAWS
+		if load == nil {
+			load = func(ctx context.Context) (awssdk.Config, error) { return awsconfig.LoadDefaultConfig(ctx) }
+		}
+		ac, err := load(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("error loading AWS configuration: %w", err)
+		}
+		rt.AWS = &ac
+	}
+	if cfg.DatabaseSecretARN != "" || (p.ModelKey && cfg.OpenAISecretARN != "") {
+		sm := p.Secrets
+		if sm == nil {
+			sm = secretsmanager.NewFromConfig(*rt.AWS)
+		}
+		if err := ResolveSecrets(ctx, sm, &rt.Config, p.ModelKey); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.WorkerFunction != "" {
+		rt.kicker = NewKicker(*rt.AWS, cfg.WorkerFunction)
+	}
+
+	var iam func(context.Context, *pgx.ConnConfig) error
+	if cfg.DatabaseIAMAuth {
+		if rt.AWS.Region == "" {
+			return nil, &config.Error{Var: config.EnvDatabaseIAMAuth, Msg: "needs an AWS region (AWS_REGION)"}
+		}
+		iam = IAMAuth(rt.AWS.Region, rt.AWS.Credentials)
+	}
+	appName := p.AppName
+	pool, err := db.Open(ctx, db.PoolConfig{
+		URL:      rt.Config.DatabaseURL,
+		MaxConns: p.MaxConns,
+		Proxy:    cfg.DatabaseProxy,
+		BeforeConnect: func(ctx context.Context, cc *pgx.ConnConfig) error {
+			if appName != "" && cc.RuntimeParams["application_name"] == "" {
+				cc.RuntimeParams["application_name"] = appName
+			}
+			if iam != nil {
+				return iam(ctx, cc)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	rt.Pool = pool
+	return rt, nil
+}
+
+// Close closes the pool.
+func (r *Runtime) Close() {
+	if r.Pool != nil {
+		r.Pool.Close()
+	}
+}
+
+// Kick returns the function that wakes the worker, or nil when
+// WORKER_FUNCTION_NAME is not set.
+func (r *Runtime) Kick() func(context.Context) error {
+	if r.kicker == nil {
+		return nil
+	}
+	return r.kicker.Kick
+}
+
+// Model returns the model the settings ask for, to call it (the worker).
+func (r *Runtime) Model() (llm.Model, error) {
+	return r.Config.NewModel(r.Logger)
+}
+
+// RecordingModel returns a model that only names the model the worker will
+// call, for the functions that start researches but never call a model:
+// they need the name for the runs they insert, not the key.
+func (r *Runtime) RecordingModel() llm.Model {
+	return recordingModel(ModelName(r.Config))
+}
+
+// ModelName is the name of the model the settings select: the OpenAI
+// model when a key or its secret is set, the offline policy otherwise.
+func ModelName(cfg config.Config) string {
+	if cfg.OpenAIKey == "" && cfg.OpenAISecretARN == "" {
+		return offline.Name
+	}
+	return cmp.Or(strings.TrimSpace(cfg.Model), openai.ModelDefault)
+}
+
+// ErrNoModelHere is returned by a RecordingModel asked to complete.
+var ErrNoModelHere = errors.New("this function only starts researches; the worker calls the model")
+
+type recordingModel string
+
+func (m recordingModel) Name() string { return string(m) }
+
+func (m recordingModel) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, ErrNoModelHere
+}
+
+// NewLogger returns the Lambda logger (text or JSON as AWS_LAMBDA_LOG_FORMAT
+// says, with the request id of each invocation) that drops records below
+// level. Lambda's own AWS_LAMBDA_LOG_LEVEL still applies: debug records
+// need both.
+func NewLogger(level slog.Level) *slog.Logger {
+	return slog.New(&minLevel{Handler: lambdacontext.NewLogHandler(), min: level})
+}
+
+// minLevel drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h *minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h *minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h *minLevel) WithGroup(name string) slog.Handler {
+	return &minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}

@@ -1,0 +1,339 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gbresearch/gb/infra/dbtest"
+	"github.com/gbresearch/gb/infra/offline"
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// drainBundle is a working agent that is not started: Drain starts it.
+type drainBundle struct {
+	pool  *pgxpool.Pool
+	agent *jobs.Agent
+	users []int64
+}
+
+func newDrainBundle(t *testing.T, model llm.Model, cfg jobs.Config) *drainBundle {
+	t.Helper()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	loadDocs(t, pool)
+	a, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Config: cfg, Work: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &drainBundle{pool: pool, agent: a}
+	for _, name := range []string{"ann", "bob"} {
+		if _, err := jobs.CreateKey(ctx, pool, name); err != nil {
+			t.Fatal(err)
+		}
+		id, err := jobs.UserID(ctx, pool, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.users = append(b.users, id)
+	}
+	return b
+}
+
+func (b *drainBundle) start(t *testing.T, user int64, topic string) *jobs.Run {
+	t.Helper()
+	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: user, Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+type jobState struct {
+	State   string
+	Attempt int
+	Errors  int
+}
+
+func (b *drainBundle) jobsOf(t *testing.T) []jobState {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(),
+		"SELECT state::text, attempt, coalesce(array_length(errors, 1), 0) FROM river_job ORDER BY id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []jobState
+	for rows.Next() {
+		var s jobState
+		if err := rows.Scan(&s.State, &s.Attempt, &s.Errors); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// requireNoListener fails when a LISTEN connection stays open on the test
+// database after the River client stopped.
+func requireNoListener(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		var n int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'listen%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d LISTEN connections still open after the drain", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDrainIdleReturnsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := newDrainBundle(t, &offline.Model{}, jobs.Config{})
+	began := time.Now()
+	res, err := b.agent.Drain(context.Background(), jobs.DrainParams{CancelAt: time.Now().Add(30 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != jobs.DrainIdle || res.Worked != 0 {
+		t.Fatalf("empty queue: %+v", res)
+	}
+	d := time.Since(began)
+	t.Logf("idle drain took %s", d)
+	if d > 3*time.Second {
+		t.Fatalf("idle drain took %s", d)
+	}
+	requireNoListener(t, b.pool)
+}
+
+func TestDrainWorksUntilIdleAndRestarts(t *testing.T) {
+	t.Parallel()
+	b := newDrainBundle(t, &offline.Model{}, jobs.Config{})
+	ctx := context.Background()
+	// A first drain with nothing to do, so the second one restarts the client.
+	if _, err := b.agent.Drain(ctx, jobs.DrainParams{CancelAt: time.Now().Add(10 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	r1 := b.start(t, b.users[0], "How does the context package carry cancellation signals?")
+	r2 := b.start(t, b.users[1], "What does sync.WaitGroup wait for?")
+	res, err := b.agent.Drain(ctx, jobs.DrainParams{CancelAt: time.Now().Add(60 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != jobs.DrainIdle || res.Interrupted != 0 {
+		t.Fatalf("drain: %+v", res)
+	}
+	for _, id := range []int64{r1.ID, r2.ID} {
+		run, err := jobs.GetRun(ctx, b.pool, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Status != jobs.StatusSucceeded {
+			t.Fatalf("run %d: status %s error %q", id, run.Status, run.Error)
+		}
+	}
+	t.Logf("drain: %+v", res)
+	if res.Worked < 2 {
+		t.Fatalf("worked %d jobs, want at least one per run", res.Worked)
+	}
+	for _, j := range b.jobsOf(t) {
+		if j.State != "completed" {
+			t.Fatalf("job left %s after an idle drain", j.State)
+		}
+	}
+	requireNoListener(t, b.pool)
+}
+
+func TestDrainDeadlinePutsRunningJobsBackUncharged(t *testing.T) {
+	t.Parallel()
+	// Each model call takes far longer than the drain may run.
+	b := newDrainBundle(t, &offline.Model{Delay: 30 * time.Second}, jobs.Config{})
+	b.start(t, b.users[0], "How does the context package carry cancellation signals?")
+	var kicks atomic.Int32
+	began := time.Now()
+	res, err := b.agent.Drain(context.Background(), jobs.DrainParams{
+		StopFetchingAt: time.Now().Add(300 * time.Millisecond),
+		CancelAt:       time.Now().Add(600 * time.Millisecond),
+		OnBacklog:      func(context.Context) error { kicks.Add(1); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(began); d > 3*time.Second {
+		t.Fatalf("drain took %s past a 600ms cancel time", d)
+	}
+	if res.Reason != jobs.DrainDeadline || res.Interrupted != 1 || res.Ready != 1 {
+		t.Fatalf("drain: %+v", res)
+	}
+	if kicks.Load() != 1 || res.Kicks != 1 {
+		t.Fatalf("work left at the deadline should wake one worker; kicks %d", kicks.Load())
+	}
+	got := b.jobsOf(t)
+	if len(got) != 1 || got[0] != (jobState{State: "available", Attempt: 0, Errors: 0}) {
+		t.Fatalf("interrupted job should be available with no attempt spent: %+v", got)
+	}
+	requireNoListener(t, b.pool)
+}
+
+// stubbornModel answers a cancellation with an error that does not say so,
+// which River counts as a failed attempt.
+type stubbornModel struct{}
+
+func (stubbornModel) Name() string { return "stubborn" }
+
+func (stubbornModel) Complete(ctx context.Context, _ llm.Request) (llm.Response, error) {
+	<-ctx.Done()
+	return llm.Response{}, errors.New("the model gave up")
+}
+
+func TestDrainGivesBackAttemptsChargedForCancellation(t *testing.T) {
+	t.Parallel()
+	b := newDrainBundle(t, stubbornModel{}, jobs.Config{})
+	b.start(t, b.users[0], "How does the context package carry cancellation signals?")
+	res, err := b.agent.Drain(context.Background(), jobs.DrainParams{
+		CancelAt: time.Now().Add(300 * time.Millisecond),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != jobs.DrainDeadline || res.Interrupted != 1 || res.Restored != 1 {
+		t.Fatalf("drain: %+v", res)
+	}
+	got := b.jobsOf(t)
+	if len(got) != 1 || got[0] != (jobState{State: "available", Attempt: 0, Errors: 0}) {
+		t.Fatalf("job should be back as it was before the drain: %+v", got)
+	}
+}
+
+func TestDrainAsksForHelpWhenEverySlotIsBusy(t *testing.T) {
+	t.Parallel()
+	b := newDrainBundle(t, &offline.Model{Delay: 100 * time.Millisecond}, jobs.Config{MaxWorkers: 1})
+	for i, topic := range []string{"How does the context package carry cancellation signals?",
+		"What does sync.WaitGroup wait for?"} {
+		b.start(t, b.users[i], topic)
+	}
+	var kicks atomic.Int32
+	res, err := b.agent.Drain(context.Background(), jobs.DrainParams{
+		CancelAt:     time.Now().Add(60 * time.Second),
+		BacklogAfter: 50 * time.Millisecond,
+		OnBacklog:    func(context.Context) error { kicks.Add(1); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != jobs.DrainIdle {
+		t.Fatalf("drain: %+v", res)
+	}
+	if kicks.Load() != 1 {
+		t.Fatalf("one worker slot and two runs: want exactly one kick while working, got %d", kicks.Load())
+	}
+}
+
+func TestMaintainSchedulesRescuesAndCleans(t *testing.T) {
+	t.Parallel()
+	b := newDrainBundle(t, &offline.Model{}, jobs.Config{StepTimeout: time.Minute, RescueStuckJobsAfter: 2 * time.Minute})
+	ctx := context.Background()
+	insert := func(step int) int64 {
+		t.Helper()
+		res, err := b.agent.River().Insert(ctx, jobs.StepArgs{RunID: 424242, Step: step}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Job.ID
+	}
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := b.pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stuck, dead, fresh, due, old, recent := insert(1), insert(2), insert(3), insert(4), insert(5), insert(6)
+	exec(`UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '10 minutes',
+		attempted_by = '{gone}' WHERE id = $1`, stuck)
+	exec(`UPDATE river_job SET state = 'running', attempt = max_attempts, attempted_at = now() - interval '10 minutes',
+		attempted_by = '{gone}' WHERE id = $1`, dead)
+	exec(`UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{busy}' WHERE id = $1`, fresh)
+	exec(`UPDATE river_job SET state = 'retryable', attempt = 1, scheduled_at = now() - interval '1 second' WHERE id = $1`, due)
+	exec(`UPDATE river_job SET state = 'completed', attempt = 1, finalized_at = now() - interval '48 hours' WHERE id = $1`, old)
+	exec(`UPDATE river_job SET state = 'completed', attempt = 1, finalized_at = now() WHERE id = $1`, recent)
+
+	// While another process maintains the queue, Maintain stands aside.
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(7411000003)"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.agent.Maintain(ctx, jobs.MaintainParams{})
+	if err != nil || !res.Skipped {
+		t.Fatalf("maintain under another's lock: %+v, %v", res, err)
+	}
+	_ = tx.Rollback(ctx)
+
+	res, err = b.agent.Maintain(ctx, jobs.MaintainParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := jobs.MaintainResult{Scheduled: 1, Rescued: 1, Discarded: 1, Deleted: 1}
+	if res != want {
+		t.Fatalf("maintain: got %+v, want %+v", res, want)
+	}
+	state := func(id int64) string {
+		var s string
+		if err := b.pool.QueryRow(ctx, "SELECT coalesce((SELECT state::text FROM river_job WHERE id = $1), 'deleted')", id).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for id, want := range map[int64]string{stuck: "retryable", dead: "discarded", fresh: "running",
+		due: "available", old: "deleted", recent: "completed"} {
+		if got := state(id); got != want {
+			t.Errorf("job %d: state %s, want %s", id, got, want)
+		}
+	}
+	// A rescued job becomes due on River's retry schedule; the next pass
+	// makes it available.
+	exec(`UPDATE river_job SET scheduled_at = now() - interval '1 second' WHERE id = $1`, stuck)
+	if res, err = b.agent.Maintain(ctx, jobs.MaintainParams{}); err != nil || res.Scheduled != 1 {
+		t.Fatalf("second maintain: %+v, %v", res, err)
+	}
+	if got := state(stuck); got != "available" {
+		t.Fatalf("rescued job: state %s, want available", got)
+	}
+}
+
+func TestDrainStopsAtOnceWhenItsContextEnds(t *testing.T) {
+	t.Parallel()
+	b := newDrainBundle(t, &offline.Model{Delay: 30 * time.Second}, jobs.Config{})
+	b.start(t, b.users[0], "How does the context package carry cancellation signals?")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	res, err := b.agent.Drain(ctx, jobs.DrainParams{CancelAt: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(began); d > 3*time.Second {
+		t.Fatalf("drain took %s after its context ended", d)
+	}
+	if res.Reason != jobs.DrainCancelled || res.Interrupted != 1 {
+		t.Fatalf("drain: %+v", res)
+	}
+	if got := b.jobsOf(t); len(got) != 1 || got[0] != (jobState{State: "available"}) {
+		t.Fatalf("job should be available with no attempt spent: %+v", got)
+	}
+}
