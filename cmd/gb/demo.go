@@ -41,6 +41,11 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 		}
 		os.Setenv("DATABASE_URL", strings.TrimSpace(string(url)))
 	}
+	if os.Getenv("GB_OFFLINE_DELAY") == "" {
+		// The offline model answers in microseconds; a short pause per call
+		// lets the progress of each step show.
+		os.Setenv("GB_OFFLINE_DELAY", "250ms")
+	}
 	logFile, err := os.CreateTemp("", "gb-demo-*.log")
 	if err != nil {
 		return fmt.Errorf("error creating log file: %w", err)
