@@ -34,6 +34,7 @@ type FieldError struct {
 	Msg   string
 }
 
+// Error names the field and what it allows.
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
 // StartParams are the inputs of a new root research.

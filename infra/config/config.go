@@ -61,6 +61,7 @@ type Error struct {
 	Msg string
 }
 
+// Error names the variable and what is wrong with it.
 func (e *Error) Error() string { return e.Var + ": " + e.Msg }
 
 // FromEnv reads and validates the settings.
