@@ -176,9 +176,13 @@ func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return w.agen
 
 func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	err := w.agent.step(ctx, job)
-	if err == nil || job.Attempt < job.MaxAttempts || ctx.Err() != nil {
+	if err == nil || job.Attempt < job.MaxAttempts {
 		return err // River retries it from the last committed state
 	}
+	// The job's own context may have expired (the step timed out): end the
+	// run on a short context of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	// The last attempt failed too: end the run rather than leave it working
 	// with no job.
 	w.agent.logger.ErrorContext(ctx, "step failed on its last attempt", "run_id", job.Args.RunID,

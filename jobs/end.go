@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -15,6 +16,7 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 	if err := a.cancelDescendants(ctx, tx, run.ID, CancelledByParent); err != nil {
 		return err
 	}
+	report = strings.ReplaceAll(report, "\x00", "") // text columns refuse NUL
 	state := StateDone
 	if status == StatusFailed {
 		state = StateFailed

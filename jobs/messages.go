@@ -118,7 +118,14 @@ func (a *Agent) SendFromUser(ctx context.Context, run *Run, text string) error {
 	if run.IsRoot() || a.messenger == nil {
 		return ErrNoInbox
 	}
+	if strings.ContainsRune(text, 0) {
+		return &FieldError{"text", "must not contain NUL characters"}
+	}
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		// Root first, then the inbox, like every other writer of the tree.
+		if _, err := a.lockTree(ctx, tx, run); err != nil {
+			return err
+		}
 		err := messenger.SendMessage(ctx, a.messenger.InTx(tx), messenger.Message{
 			FromName: "user", To: run.ID, Text: text})
 		switch {

@@ -28,6 +28,10 @@ const (
 var ErrTooManyWorking = fmt.Errorf("you already have %d researches working, the most allowed at once; "+
 	"wait for one to end or cancel one", MaxWorkingPerUser)
 
+// ErrTreeWorking is returned when a sub-agent is deleted while its research
+// works: its usage still counts toward the research's budget and limits.
+var ErrTreeWorking = errors.New("a sub-agent of a working research cannot be deleted (its usage counts toward the research's budget); cancel it instead, or delete the whole research")
+
 // FieldError is invalid input, naming the field and what is allowed.
 type FieldError struct {
 	Field string
@@ -58,6 +62,8 @@ func (p *StartParams) Validate() error {
 		return &FieldError{"topic", "is required: the question to research, 1 to 2000 characters"}
 	case n > MaxTopicLen:
 		return &FieldError{"topic", fmt.Sprintf("is %d characters; at most %d are allowed", n, MaxTopicLen)}
+	case strings.ContainsRune(p.Topic, 0):
+		return &FieldError{"topic", "must not contain NUL characters"}
 	}
 	if p.MaxSteps == 0 {
 		p.MaxSteps = DefaultMaxSteps
@@ -174,7 +180,7 @@ func List(ctx context.Context, db DB, p ListParams) ([]*Run, int64, error) {
 	}
 	runs, err := queryRuns(ctx, db, "SELECT "+runColumns+` FROM gb_agent_research_runs
 		WHERE user_id = $1 AND ($2::bigint IS NULL OR parent_id = $2) AND ($3 = '' OR status = $3)
-		  AND ($4 = 0 OR id < $4)
+		  AND ($4::bigint = 0 OR id < $4::bigint)
 		ORDER BY id DESC LIMIT $5`, p.UserID, p.ParentID, p.Status, p.Before, p.Limit+1)
 	if err != nil {
 		return nil, 0, err
@@ -244,6 +250,15 @@ func (a *Agent) Delete(ctx context.Context, userID, id int64) error {
 		run, err := a.lockOwned(ctx, tx, userID, id)
 		if err != nil {
 			return err
+		}
+		if !run.IsRoot() {
+			root, err := GetRun(ctx, tx, run.RootID)
+			if err != nil {
+				return err
+			}
+			if !root.Ended() {
+				return ErrTreeWorking
+			}
 		}
 		tree, err := Subtree(ctx, tx, id)
 		if err != nil {

@@ -1,10 +1,12 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -106,7 +108,14 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 			return err
 		}
 		if run == nil || run.Ended() || run.Status == StatusWaiting || run.Steps != step-1 {
-			return completeJob(ctx, tx, job) // cancelled, deleted or already done meanwhile
+			// Cancelled, deleted or already done meanwhile; the model call
+			// was paid for all the same.
+			if run != nil {
+				if err := addUsage(ctx, tx, run.ID, usage); err != nil {
+					return err
+				}
+			}
+			return completeJob(ctx, tx, job)
 		}
 		// The state of the tools, recorded in the step's own transaction.
 		if err := setState(ctx, tx, run.ID, toolsState(reply.ToolCalls), step); err != nil {
@@ -174,28 +183,76 @@ func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error)
 
 // recordStep appends the step's messages and adds its usage to the run.
 func recordStep(ctx context.Context, tx pgx.Tx, run *Run, step int, msgs []llm.Message, u llm.Usage) error {
-	b, err := json.Marshal(msgs)
+	b, err := encodeMessages(msgs)
 	if err != nil {
-		return fmt.Errorf("error encoding step messages: %w", err)
+		return err
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO gb_agent_research_steps
 		(run_id, step, messages, prompt_tokens, completion_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6)`,
-		run.ID, step, string(b), u.PromptTokens, u.CompletionTokens, u.CostUSD)
+		run.ID, step, b, u.PromptTokens, u.CompletionTokens, u.CostUSD)
 	if err != nil {
 		return fmt.Errorf("error recording step %d of run %d: %w", step, run.ID, err)
 	}
 	_, err = tx.Exec(ctx, `UPDATE gb_agent_research_runs SET
-			steps = $2, prompt_tokens = prompt_tokens + $3, completion_tokens = completion_tokens + $4,
-			tokens = tokens + $3 + $4, cost_usd = cost_usd + $5,
-			status = 'working', started_at = coalesce(started_at, now()), updated_at = now(),
+			steps = $2, status = 'working', started_at = coalesce(started_at, now()), updated_at = now(),
 			wait_names = '{}', wait_call_id = ''
-		WHERE id = $1`, run.ID, step, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+		WHERE id = $1`, run.ID, step)
 	if err != nil {
-		return fmt.Errorf("error updating usage of run %d: %w", run.ID, err)
+		return fmt.Errorf("error updating run %d: %w", run.ID, err)
 	}
 	run.Steps = step
 	run.Status = StatusWorking
+	return addUsage(ctx, tx, run.ID, u)
+}
+
+// addUsage adds a model call's tokens and cost to a run.
+func addUsage(ctx context.Context, tx pgx.Tx, runID int64, u llm.Usage) error {
+	_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs SET
+			prompt_tokens = prompt_tokens + $2, completion_tokens = completion_tokens + $3,
+			tokens = tokens + $2 + $3, cost_usd = cost_usd + $4
+		WHERE id = $1`, runID, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+	if err != nil {
+		return fmt.Errorf("error adding usage to run %d: %w", runID, err)
+	}
 	return nil
+}
+
+// encodeMessages encodes a step's messages for the jsonb column, which
+// refuses NUL characters: a model or document that produced one loses it
+// rather than failing the step on every attempt.
+func encodeMessages(msgs []llm.Message) (string, error) {
+	b, err := json.Marshal(msgs)
+	if err != nil {
+		return "", fmt.Errorf("error encoding step messages: %w", err)
+	}
+	if !bytes.Contains(b, []byte(`\u0000`)) {
+		return string(b), nil
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return "", fmt.Errorf("error encoding step messages: %w", err)
+	}
+	b, err = json.Marshal(stripNUL(v))
+	if err != nil {
+		return "", fmt.Errorf("error encoding step messages: %w", err)
+	}
+	return string(b), nil
+}
+
+func stripNUL(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, "\x00", "")
+	case []any:
+		for i := range x {
+			x[i] = stripNUL(x[i])
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = stripNUL(e)
+		}
+	}
+	return v
 }
 
 // conversation loads the messages of every committed step of a run.

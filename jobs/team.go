@@ -261,7 +261,12 @@ func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) e
 		run.ID, run.Steps); err != nil {
 		return fmt.Errorf("error recording state: %w", err)
 	}
-	return addEvent(ctx, tx, run, EventWaiting, map[string]any{"names": names})
+	if err := addEvent(ctx, tx, run, EventWaiting, map[string]any{"names": names}); err != nil {
+		return err
+	}
+	// A tool of this same step may have ended the awaited sub-agents (a
+	// cancel_subagent after the wait): check again now the run is parked.
+	return a.maybeResume(ctx, tx, run.ID)
 }
 
 // maybeResume inserts the resume job of a parked parent when every

@@ -366,3 +366,61 @@ func TestTreeBudgetStopsSubagentsAndRootStillReports(t *testing.T) {
 		t.Errorf("tree spent %d tokens on a 3000-token budget (largest step %d, %d agents)", total.Tokens, maxStep, len(tree))
 	}
 }
+
+func TestWaitThenCancelInOneStepStillResumes(t *testing.T) {
+	t.Parallel()
+	g := newGate()
+	defer g.open()
+	model := &scriptModel{fn: func(ctx context.Context, req llm.Request) (llm.Message, error) {
+		if strings.HasPrefix(topic(req), "child") {
+			return llm.Message{}, g.wait(ctx)
+		}
+		switch turns(req) {
+		case 0:
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("spawn_subagent",
+				`{"name":"a","reason":"needed","task":"child task"}`)}}, nil
+		case 1:
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{"names":["a"]}`),
+				toolCall("cancel_subagent", `{"name":"a"}`)}}, nil
+		}
+		return llm.Message{Content: "report: " + lastToolResult(req)}, nil
+	}}
+	b := setup(t, setupOpts{model: model})
+	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitEnded(t, b.pool, root.ID, 20*time.Second)
+	if done.Status != jobs.StatusSucceeded || !strings.Contains(done.Report, "cancelled by the agent that spawned it") {
+		t.Fatalf("%s %q report %q", done.Status, done.Error, done.Report)
+	}
+}
+
+func TestDeletingASubagentOfAWorkingTreeIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	ctx := context.Background()
+	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := b.agent.SpawnForTest(ctx, root.ID, jobs.SpawnParams{Name: "a", Reason: "r", Task: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.agent.Delete(ctx, b.userID, kid.ID); !errors.Is(err, jobs.ErrTreeWorking) {
+		t.Fatalf("delete of a working tree's sub-agent: %v", err)
+	}
+	if _, err := b.agent.Cancel(ctx, b.userID, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.agent.Delete(ctx, b.userID, kid.ID); err != nil {
+		t.Fatalf("delete after the tree ended: %v", err)
+	}
+	if err := b.agent.Delete(ctx, b.userID, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.GetRun(ctx, b.pool, root.ID); !errors.Is(err, jobs.ErrNotFound) {
+		t.Fatalf("root still there: %v", err)
+	}
+}

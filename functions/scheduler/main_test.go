@@ -59,7 +59,7 @@ func TestSchedulerUnderEmulator(t *testing.T) {
 		WHERE user_id = $1`, seed.UserID).Scan(&runs, &key); err != nil {
 		t.Fatal(err)
 	}
-	if runs != 1 || key != "arn:aws:scheduler:eu-west-1:123456789012:schedule/default/gb-daily-context@2026-11-30T06:00:00Z" {
+	if runs != 1 || key != "alice/arn:aws:scheduler:eu-west-1:123456789012:schedule/default/gb-daily-context@2026-11-30T06:00:00Z" {
 		t.Fatalf("%d runs with key %q", runs, key)
 	}
 

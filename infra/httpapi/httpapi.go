@@ -148,6 +148,8 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fe.Field, fe.Error())
 	case errors.Is(err, jobs.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", "", "no research with that id")
+	case errors.Is(err, jobs.ErrTreeWorking):
+		writeError(w, http.StatusConflict, "tree_working", "", err.Error())
 	case errors.Is(err, jobs.ErrNotWorking), errors.Is(err, jobs.ErrNoInbox):
 		writeError(w, http.StatusConflict, "no_inbox", "", err.Error())
 	case errors.Is(err, jobs.ErrTooManyWorking):

@@ -124,6 +124,7 @@ func TestBadInputIsRefusedWithTheField(t *testing.T) {
 		{`{"topic":"x","max_steps":"ten"}`, "max_steps"},
 		{`{"topic":"x","dataset":"nope"}`, "dataset"},
 		{`{"topic":"x"} {}`, ""},
+		{`{"topic":"a\u0000b"}`, "topic"},
 	}
 	for _, c := range cases {
 		code, body := b.call(t, b.alice, "POST", "/v1/gb/research", c.body)
@@ -138,6 +139,9 @@ func TestBadInputIsRefusedWithTheField(t *testing.T) {
 	}
 	if code, _ := b.call(t, b.alice, "GET", "/v1/gb/research?status=bogus", ""); code != http.StatusBadRequest {
 		t.Errorf("bad status filter: got %d", code)
+	}
+	if code, _ := b.call(t, b.alice, "GET", "/v1/gb/research?cursor=9999999999", ""); code != http.StatusOK {
+		t.Errorf("a cursor past int32: got %d", code)
 	}
 }
 

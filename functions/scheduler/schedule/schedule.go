@@ -120,9 +120,9 @@ func jsonKind(goKind string) string {
 	return goKind
 }
 
-// Key is the idempotency key of a delivery: the schedule and the time it
-// is for.
-func (in Input) Key() string { return in.Schedule + "@" + in.ScheduledTime }
+// Key is the idempotency key of a delivery: the user, the schedule and the
+// time it is for.
+func (in Input) Key() string { return in.User + "/" + in.Schedule + "@" + in.ScheduledTime }
 
 // Handler starts scheduled researches.
 type Handler struct {

@@ -23,7 +23,7 @@ func TestDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Key() != "arn:s@2026-11-30T06:00:00Z" || in.User != "alice" {
+	if in.Key() != "alice/arn:s@2026-11-30T06:00:00Z" || in.User != "alice" {
 		t.Fatalf("decoded %+v key %q", in, in.Key())
 	}
 	for _, tc := range []struct{ name, event, field, says string }{
