@@ -97,7 +97,7 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		p.MaxTokens = a.config.MaxTokens
 	}
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM gb_users WHERE id = $1 FOR UPDATE", p.UserID); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM gb_users WHERE id = $1 FOR NO KEY UPDATE", p.UserID); err != nil {
 			return fmt.Errorf("error locking user: %w", err)
 		}
 		if p.ScheduleKey != "" {
