@@ -8,7 +8,6 @@ import (
 
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs"
-	"github.com/gbresearch/gb/messenger"
 )
 
 // TestOfflineResearchTree runs the offline policy on a three-part question
@@ -18,12 +17,7 @@ func TestOfflineResearchTree(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	listener := messenger.NewListener(pool, nil)
-	if err := listener.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
-	b := setupOn(t, pool, setupOpts{msgr: messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})})
+	b := setupOn(t, pool, setupOpts{msgr: withMessenger(t, pool)})
 	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID,
 		Topic: "How do goroutines and channels synchronize work, and how does the context package carry " +
 			"cancellation, and how does net/http serve requests?"})

@@ -16,6 +16,7 @@ import (
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/kb"
 	"github.com/gbresearch/gb/jobs/llm"
+	"github.com/gbresearch/gb/messenger"
 )
 
 type testBundle struct {
@@ -161,4 +162,16 @@ func lastToolResult(req llm.Request) string {
 		}
 	}
 	return ""
+}
+
+// withMessenger starts a message listener on pool for the test and returns
+// a Postgres messenger that waits through it.
+func withMessenger(t *testing.T, pool *pgxpool.Pool) *messenger.Postgres {
+	t.Helper()
+	listener := messenger.NewListener(pool, nil)
+	if err := listener.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
+	return messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})
 }

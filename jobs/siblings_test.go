@@ -15,13 +15,7 @@ func TestSiblingMessagingRules(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	listener := messenger.NewListener(pool, nil)
-	if err := listener.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
-	msgr := messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})
-	b := setupOn(t, pool, setupOpts{noWork: true, msgr: msgr})
+	b := setupOn(t, pool, setupOpts{noWork: true, msgr: withMessenger(t, pool)})
 
 	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root"})
 	if err != nil {

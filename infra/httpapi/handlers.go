@@ -169,15 +169,11 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) tree(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
+	run, ok := a.ownedRun(w, r)
 	if !ok {
 		return
 	}
-	if _, err := jobs.GetForUser(r.Context(), a.Agent.Pool(), userID(r), id); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	runs, err := jobs.Subtree(r.Context(), a.Agent.Pool(), id)
+	runs, err := jobs.Subtree(r.Context(), a.Agent.Pool(), run.ID)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -186,17 +182,13 @@ func (a *api) tree(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
+	run, ok := a.ownedRun(w, r)
 	if !ok {
-		return
-	}
-	run, err := jobs.GetForUser(r.Context(), a.Agent.Pool(), userID(r), id)
-	if err != nil {
-		a.fail(w, r, err)
 		return
 	}
 	var after int64
 	if s := r.URL.Query().Get("after"); s != "" {
+		var err error
 		if after, err = strconv.ParseInt(s, 10, 64); err != nil || after < 0 {
 			writeError(w, http.StatusBadRequest, "invalid_request", "after", "after must be the seq of an event (an integer ≥ 0)")
 			return
@@ -214,13 +206,8 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) messages(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
+	run, ok := a.ownedRun(w, r)
 	if !ok {
-		return
-	}
-	run, err := jobs.GetForUser(r.Context(), a.Agent.Pool(), userID(r), id)
-	if err != nil {
-		a.fail(w, r, err)
 		return
 	}
 	msgs, err := a.Agent.Transcript(r.Context(), run.RootID)
@@ -235,7 +222,7 @@ func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) sendMessage(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathID(w, r)
+	run, ok := a.ownedRun(w, r)
 	if !ok {
 		return
 	}
@@ -245,14 +232,23 @@ func (a *api) sendMessage(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	run, err := jobs.GetForUser(r.Context(), a.Agent.Pool(), userID(r), id)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
 	if err := a.Agent.SendFromUser(r.Context(), run, req.Text); err != nil {
 		a.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "delivered"})
+}
+
+// ownedRun loads the {id} run of the caller, or answers 404.
+func (a *api) ownedRun(w http.ResponseWriter, r *http.Request) (*jobs.Run, bool) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return nil, false
+	}
+	run, err := jobs.GetForUser(r.Context(), a.Agent.Pool(), userID(r), id)
+	if err != nil {
+		a.fail(w, r, err)
+		return nil, false
+	}
+	return run, true
 }
