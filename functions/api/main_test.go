@@ -10,8 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/gbresearch/gb/functions/lambdatest"
-	"github.com/gbresearch/gb/infra/db"
-	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs"
 )
 
@@ -23,13 +21,7 @@ func TestMain(m *testing.M) { lambdatest.Main(m) }
 func TestAPIUnderEmulator(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.NewURL(t)
-	pool, err := db.Open(ctx, db.PoolConfig{URL: url, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	seed := lambdatest.Seed(t, pool)
+	url, pool, seed := lambdatest.SeededDB(t)
 	lambdaAPI := lambdatest.NewLambdaAPI(t)
 
 	env := lambdaAPI.Env()

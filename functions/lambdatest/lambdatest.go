@@ -29,6 +29,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/gbresearch/gb/infra/db"
+	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/kb"
 )
@@ -292,6 +294,20 @@ type Seeded struct {
 	UserID int64
 	// Key is the user's API key.
 	Key string
+}
+
+// SeededDB makes a fresh migrated database for the test, opens a small pool
+// on it and seeds it (see Seed). It returns the database's URL too, for the
+// function under test.
+func SeededDB(t testing.TB) (string, *pgxpool.Pool, Seeded) {
+	t.Helper()
+	url := dbtest.NewURL(t)
+	pool, err := db.Open(context.Background(), db.PoolConfig{URL: url, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return url, pool, Seed(t, pool)
 }
 
 // Seed creates the user "alice" with an API key, and the default dataset

@@ -7,8 +7,6 @@ import (
 
 	"github.com/gbresearch/gb/functions/lambdatest"
 	"github.com/gbresearch/gb/functions/scheduler/schedule"
-	"github.com/gbresearch/gb/infra/db"
-	"github.com/gbresearch/gb/infra/dbtest"
 )
 
 func TestMain(m *testing.M) { lambdatest.Main(m) }
@@ -20,13 +18,7 @@ func TestMain(m *testing.M) { lambdatest.Main(m) }
 func TestSchedulerUnderEmulator(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.NewURL(t)
-	pool, err := db.Open(ctx, db.PoolConfig{URL: url, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	seed := lambdatest.Seed(t, pool)
+	url, pool, seed := lambdatest.SeededDB(t)
 	fn := lambdatest.Start(t, lambdatest.Build(t, "functions/scheduler"), map[string]string{
 		"DATABASE_URL":                url,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
