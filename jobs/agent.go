@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -76,8 +78,21 @@ type Agent struct {
 	logger    *slog.Logger
 	config    Config
 	observer  Observer
+	fault     func(point string)
 	river     *river.Client[pgx.Tx]
 }
+
+// Points of a step where a fault hook (Deps.Fault) is called.
+const (
+	// FaultAfterModel: the model answered, nothing of the step is recorded.
+	FaultAfterModel = "after_model"
+	// FaultAfterTools: the tools ran in the step's open transaction.
+	FaultAfterTools = "after_tools"
+	// FaultBeforeCommit: the step's transaction is about to commit.
+	FaultBeforeCommit = "before_commit"
+	// FaultAfterCommit: the step's transaction has committed.
+	FaultAfterCommit = "after_commit"
+)
 
 // Observer is told about the life of steps. Its methods must be quick and
 // safe for concurrent use.
@@ -98,6 +113,9 @@ type Deps struct {
 	// Observer, when set, is told when steps start and commit (for metrics
 	// and benchmarks).
 	Observer Observer
+	// Fault, when set, is called at the points of a step named by the
+	// Fault* constants; chaos tests kill the process there.
+	Fault func(point string)
 	// Work makes the River client able to work jobs (a worker); without it
 	// the client only inserts (the API and the scheduler).
 	Work bool
@@ -112,7 +130,7 @@ func New(d Deps) (*Agent, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("invalid agent config: %w", err)
 	}
-	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer,
+	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer, fault: d.Fault,
 		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})
@@ -135,6 +153,13 @@ func New(d Deps) (*Agent, error) {
 	return a, nil
 }
 
+// injectFault calls the fault hook, if any, at a point of a step.
+func (a *Agent) injectFault(point string) {
+	if a.fault != nil {
+		a.fault(point)
+	}
+}
+
 // River returns the agent's River client.
 func (a *Agent) River() *river.Client[pgx.Tx] { return a.river }
 
@@ -146,8 +171,11 @@ func (a *Agent) ModelName() string { return a.model.Name() }
 
 // Start starts working jobs. Stop must be called before the process exits
 // or freezes.
+//
+// Jobs do not end with ctx: a step is interrupted only by Stop, which puts
+// it back in the queue without spending an attempt.
 func (a *Agent) Start(ctx context.Context) error {
-	if err := a.river.Start(ctx); err != nil {
+	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("error starting river client: %w", err)
 	}
 	return nil
@@ -174,28 +202,73 @@ type stepWorker struct {
 
 func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return w.agent.config.StepTimeout }
 
+// Work runs one step. Whatever happens, the run is left ended, parked, or
+// with a next job: a step that panics is an error like any other, a step
+// interrupted because the worker is stopping goes back to the queue without
+// spending an attempt, and a step that fails on its last attempt ends its
+// run. What River discards anyway (an end that could not commit), the
+// maintenance pass repairs (reconcile.go).
 func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
-	err := w.agent.step(ctx, job)
-	if err == nil || job.Attempt < job.MaxAttempts {
+	err := w.agent.safeStep(ctx, job)
+	if err == nil {
+		return nil
+	}
+	if interrupted(ctx) {
+		// A snooze puts the job back at once without counting the attempt,
+		// whatever the attempt and whatever stopped the worker.
+		w.agent.logger.InfoContext(ctx, "step interrupted: the worker is stopping", "run_id", job.Args.RunID,
+			"step", job.Args.Step, "attempt", job.Attempt)
+		return river.JobSnooze(0)
+	}
+	if errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
+		return err // the run was ended by whoever cancelled the job
+	}
+	if job.Attempt < job.MaxAttempts {
 		return err // River retries it from the last committed state
 	}
 	// The job's own context may have expired (the step timed out): end the
 	// run on a short context of its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	// The last attempt failed too: end the run rather than leave it working
-	// with no job.
 	w.agent.logger.ErrorContext(ctx, "step failed on its last attempt", "run_id", job.Args.RunID,
 		"step", job.Args.Step, "attempt", job.Attempt, "err", err)
 	run, gerr := GetRun(ctx, w.agent.pool, job.Args.RunID)
+	if errors.Is(gerr, ErrNotFound) {
+		return nil
+	}
 	if gerr != nil {
 		return errors.Join(err, gerr)
 	}
 	msg := fmt.Sprintf("step %d failed after %d attempts: %s", job.Args.Step, job.Attempt, err.Error())
 	if ferr := w.agent.endAfter(ctx, job, run, StatusFailed, "", msg); ferr != nil {
+		// River discards the job; the maintenance pass ends the run.
 		return errors.Join(err, ferr)
 	}
 	return nil
+}
+
+// safeStep runs a step, turning a panic into an error so that the last
+// attempt's handling applies to it too.
+func (a *Agent) safeStep(ctx context.Context, job *river.Job[StepArgs]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			a.logger.ErrorContext(ctx, "step panicked", "run_id", job.Args.RunID, "step", job.Args.Step,
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("step panicked: %v", p)
+		}
+	}()
+	return a.step(ctx, job)
+}
+
+// interrupted reports whether a job's context ended because its worker is
+// stopping (River's stop, a drain's deadline, SIGTERM) rather than because
+// the step ran out of time or its job was cancelled.
+func interrupted(ctx context.Context) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	cause := context.Cause(ctx)
+	return !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, rivertype.ErrJobCancelledRemotely)
 }
 
 // StepArgs are the arguments of a step job: the run and the step number it

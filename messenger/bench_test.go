@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/gbresearch/gb/infra/dbtest"
 )
 
 // BenchmarkLatency measures, on one database, how long a message takes from
@@ -23,7 +22,7 @@ import (
 // a fixed number of samples, whatever b.N; use -benchtime 1x.
 func BenchmarkLatency(b *testing.B) {
 	const samples, pollSamples = 200, 100
-	pool := dbtest.NewPool(b)
+	pool := testPool(b)
 	l := startListener(b, pool, nil)
 	p := NewPostgres(pool, l, PostgresConfig{})
 

@@ -17,7 +17,7 @@ import (
 // started Listener that is stopped when the test ends.
 func newPostgres(t testing.TB, cfg PostgresConfig) (*Postgres, *pgxpool.Pool, *Listener) {
 	t.Helper()
-	pool := dbtest.NewPool(t)
+	pool := testPool(t)
 	l := startListener(t, pool, nil)
 	return NewPostgres(pool, l, cfg), pool, l
 }
@@ -295,7 +295,29 @@ func TestPostgresContractExecMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
+		seedRuns(t, pool)
 		l := startListener(t, pool, nil)
 		return NewPostgres(pool, l, PostgresConfig{FallbackInterval: 5 * time.Second})
 	})
+}
+
+// seedRuns makes the runs the tests address by id (1 to 10000): inboxes
+// and messages belong to runs, which they reference.
+func seedRuns(t testing.TB, pool *pgxpool.Pool) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `
+		WITH u AS (INSERT INTO gb_users (name) VALUES ('messenger-test') RETURNING id)
+		INSERT INTO gb_agent_research_runs (id, root_id, user_id, topic, model, dataset, max_steps)
+		SELECT g, g, u.id, 'test', 'test', 'test', 1 FROM u, generate_series(1, 10000) g`)
+	if err != nil {
+		t.Fatalf("seeding runs: %v", err)
+	}
+}
+
+// testPool is a fresh migrated database with the runs of seedRuns.
+func testPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	seedRuns(t, pool)
+	return pool
 }

@@ -6,9 +6,11 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 )
 
 // Roles of a conversation message.
@@ -30,10 +32,71 @@ type Message struct {
 }
 
 // ToolCall is a model's request to run one tool with JSON arguments.
+//
+// A model may send arguments that are not a JSON object: JSON cut off where
+// the completion limit stopped the reply, text that is not UTF-8, a bare
+// string. Such a call is not a malformed response: the tool it names tells
+// the model what was wrong. Its text is kept in InvalidArguments, and
+// Arguments is null, so that the call always encodes as valid JSON (it is
+// stored in a jsonb column and replayed to the model).
 type ToolCall struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON object of arguments; null when the model sent
+	// something else (see InvalidArguments).
 	Arguments json.RawMessage `json:"arguments"`
+	// InvalidArguments is the text the model sent as arguments when it was
+	// not a UTF-8 JSON object; empty otherwise.
+	InvalidArguments string `json:"invalid_arguments,omitempty"`
+}
+
+// NewToolCall makes the call a model asked for from the text of its
+// arguments: a JSON object goes to Arguments (no text at all counts as {},
+// as some servers send a call of a tool without parameters); anything else
+// goes to InvalidArguments.
+func NewToolCall(id, name, args string) ToolCall {
+	c := ToolCall{ID: id, Name: name}
+	switch trimmed := bytes.TrimSpace([]byte(args)); {
+	case len(trimmed) == 0:
+		c.Arguments = json.RawMessage("{}")
+	case isObject(trimmed):
+		c.Arguments = json.RawMessage(trimmed)
+	default:
+		c.InvalidArguments = args
+	}
+	return c
+}
+
+// ArgumentsText is the arguments as the model sent them, valid or not.
+func (c ToolCall) ArgumentsText() string {
+	if c.InvalidArguments != "" {
+		return c.InvalidArguments
+	}
+	return string(c.Arguments)
+}
+
+// MarshalJSON encodes the call as valid JSON whatever its arguments: no
+// arguments are encoded as {}, and ones that are not a UTF-8 JSON object as
+// the invalid_arguments string (encoding/json replaces what is not UTF-8
+// in it with U+FFFD), with null arguments.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	type plain ToolCall // the same fields, without this method
+	p := plain(c)
+	switch {
+	case p.InvalidArguments != "":
+		p.Arguments = nil
+	case len(bytes.TrimSpace(p.Arguments)) == 0:
+		p.Arguments = json.RawMessage("{}")
+	case !isObject(p.Arguments):
+		p.InvalidArguments, p.Arguments = string(p.Arguments), nil
+	}
+	return json.Marshal(p)
+}
+
+// isObject reports whether b is one JSON object in valid UTF-8.
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && b[0] == '{' && utf8.Valid(b) && json.Valid(b)
 }
 
 // ToolSpec describes a tool to the model: its name, what it does and the
@@ -50,6 +113,8 @@ type Request struct {
 	System   string
 	Messages []Message
 	Tools    []ToolSpec
+	// MaxCompletionTokens caps the tokens of the answer; 0 means no cap.
+	MaxCompletionTokens int
 }
 
 // Usage counts the tokens of one model call and what it cost.
