@@ -5,6 +5,7 @@
 #   infra/pg.sh start   install if missing, init if new, start; print DATABASE_URL
 #   infra/pg.sh url     print DATABASE_URL
 #   infra/pg.sh stop    stop the server, keep the data
+#   infra/pg.sh restart restart a running server (fast shutdown), or start it
 #   infra/pg.sh wipe    stop the server and delete its data
 #
 # When DATABASE_URL is already set, start and url print it and do nothing else.
@@ -99,10 +100,20 @@ stop() {
   fi
 }
 
+restart() {
+  if bindir >/dev/null && running; then
+    as_owner "$(bindir)/pg_ctl" -D "$data" -l "$log" -m fast -w -t 60 restart >/dev/null || { tail -20 "$log" >&2; exit 1; }
+    echo "$url"
+  else
+    start
+  fi
+}
+
 case "${1:-}" in
   start) start ;;
+  restart) restart ;;
   url) if [ -n "${DATABASE_URL:-}" ]; then echo "$DATABASE_URL"; else echo "$url"; fi ;;
   stop) stop ;;
   wipe) stop; rm -rf "$dir"; say "wiped $dir" ;;
-  *) echo "usage: infra/pg.sh start|url|stop|wipe" >&2; exit 2 ;;
+  *) echo "usage: infra/pg.sh start|url|stop|restart|wipe" >&2; exit 2 ;;
 esac

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,12 @@ const (
 	// RescueMarginDefault is how long after StepTimeout a job still marked
 	// running is taken for the job of a dead worker and run again.
 	RescueMarginDefault = 10 * time.Second
+	// MaintainIntervalDefault is how often a working process rescues the
+	// jobs of dead workers and repairs runs with no way forward.
+	MaintainIntervalDefault = 2 * time.Second
+	// unavailableRetry is how soon a step that could not reach the
+	// database runs again.
+	unavailableRetry = time.Second
 )
 
 // Config tunes the agent and its River client.
@@ -48,6 +55,13 @@ type Config struct {
 	// does not ask for its own; 0 means no budget.
 	MaxCostUSD float64
 	MaxTokens  int64
+	// MaxCompletionTokens caps the answer of each model call
+	// (MaxCompletionTokensDefault); in a tree with a budget it is lowered
+	// to what the budget has left.
+	MaxCompletionTokens int
+	// MaintainInterval is how often a working process runs the
+	// maintenance pass (MaintainIntervalDefault).
+	MaintainInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -56,12 +70,17 @@ func (c Config) withDefaults() Config {
 	c.FetchPollInterval = cmp.Or(c.FetchPollInterval, FetchPollDefault)
 	c.MaxWorkers = cmp.Or(c.MaxWorkers, MaxWorkersDefault)
 	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, c.StepTimeout+RescueMarginDefault)
+	c.MaxCompletionTokens = cmp.Or(c.MaxCompletionTokens, MaxCompletionTokensDefault)
+	c.MaintainInterval = cmp.Or(c.MaintainInterval, MaintainIntervalDefault)
 	return c
 }
 
 func (c Config) validate() error {
 	if c.RescueStuckJobsAfter <= c.StepTimeout {
 		return fmt.Errorf("RescueStuckJobsAfter (%s) must be greater than StepTimeout (%s)", c.RescueStuckJobsAfter, c.StepTimeout)
+	}
+	if c.MaxCompletionTokens < 0 || c.MaintainInterval < 0 {
+		return errors.New("MaxCompletionTokens and MaintainInterval must not be negative")
 	}
 	if c.MaxCostUSD < 0 || c.MaxTokens < 0 {
 		return errors.New("budgets must not be negative")
@@ -80,6 +99,9 @@ type Agent struct {
 	observer  Observer
 	fault     func(point string)
 	river     *river.Client[pgx.Tx]
+
+	mu      sync.Mutex
+	working *working // set between begin and end (lifecycle.go)
 }
 
 // Points of a step where a fault hook (Deps.Fault) is called.
@@ -175,7 +197,11 @@ func (a *Agent) ModelName() string { return a.model.Name() }
 // Jobs do not end with ctx: a step is interrupted only by Stop, which puts
 // it back in the queue without spending an attempt.
 func (a *Agent) Start(ctx context.Context) error {
+	if err := a.begin(ctx); err != nil {
+		return err
+	}
 	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
+		a.end()
 		return fmt.Errorf("error starting river client: %w", err)
 	}
 	return nil
@@ -188,6 +214,7 @@ func (a *Agent) Stop(ctx context.Context) error {
 	if err != nil && ctx.Err() != nil {
 		err = a.river.StopAndCancel(context.WithoutCancel(ctx))
 	}
+	a.end()
 	if err != nil {
 		return fmt.Errorf("error stopping river client: %w", err)
 	}
@@ -222,6 +249,12 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	}
 	if errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
 		return err // the run was ended by whoever cancelled the job
+	}
+	if ctx.Err() == nil && DatabaseUnavailable(err) {
+		// Not the step's fault: try again soon without spending an attempt.
+		w.agent.logger.WarnContext(ctx, "step put back: the database is unavailable", "run_id", job.Args.RunID,
+			"step", job.Args.Step, "err", err)
+		return river.JobSnooze(unavailableRetry)
 	}
 	if job.Attempt < job.MaxAttempts {
 		return err // River retries it from the last committed state

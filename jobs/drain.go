@@ -138,6 +138,10 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 	// Job contexts must not end with ctx: a Lambda deadline would cancel them
 	// without River knowing the client is stopping, and each would spend an
 	// attempt. Drain cancels them itself, through StopAndCancel.
+	if err := a.begin(ctx); err != nil {
+		return DrainResult{}, err
+	}
+	defer a.end()
 	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
 		return DrainResult{}, fmt.Errorf("error starting river client: %w", err)
 	}

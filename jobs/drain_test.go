@@ -209,7 +209,9 @@ func TestDrainGivesBackAttemptsChargedForCancellation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Reason != jobs.DrainDeadline || res.Interrupted != 1 || res.Restored != 1 {
+	// The step gives its attempt back itself (a snooze), so there is
+	// nothing left for the drain to restore.
+	if res.Reason != jobs.DrainDeadline || res.Interrupted != 1 {
 		t.Fatalf("drain: %+v", res)
 	}
 	got := b.jobsOf(t)
@@ -260,15 +262,28 @@ func TestMaintainSchedulesRescuesAndCleans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stuck, dead, fresh, due, old, recent := insert(1), insert(2), insert(3), insert(4), insert(5), insert(6)
+	// "slow" is a live worker (it holds its liveness lock) whose jobs are
+	// stuck past the horizon; "gone" is a dead one.
+	slow, err := b.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Release()
+	if _, err := slow.Exec(ctx, "SELECT pg_advisory_lock(7411100, hashtext('slow'))"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = slow.Exec(ctx, "SELECT pg_advisory_unlock_all()") }()
+	stuck, dead, fresh, due, old, recent, orphan := insert(1), insert(2), insert(3), insert(4), insert(5), insert(6), insert(7)
 	exec(`UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '10 minutes',
-		attempted_by = '{gone}' WHERE id = $1`, stuck)
+		attempted_by = '{slow}' WHERE id = $1`, stuck)
 	exec(`UPDATE river_job SET state = 'running', attempt = max_attempts, attempted_at = now() - interval '10 minutes',
-		attempted_by = '{gone}' WHERE id = $1`, dead)
-	exec(`UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{busy}' WHERE id = $1`, fresh)
+		attempted_by = '{slow}' WHERE id = $1`, dead)
+	exec(`UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{slow}' WHERE id = $1`, fresh)
 	exec(`UPDATE river_job SET state = 'retryable', attempt = 1, scheduled_at = now() - interval '1 second' WHERE id = $1`, due)
 	exec(`UPDATE river_job SET state = 'completed', attempt = 1, finalized_at = now() - interval '48 hours' WHERE id = $1`, old)
 	exec(`UPDATE river_job SET state = 'completed', attempt = 1, finalized_at = now() WHERE id = $1`, recent)
+	exec(`UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '5 seconds',
+		attempted_by = '{gone}' WHERE id = $1`, orphan)
 
 	// While another process maintains the queue, Maintain stands aside.
 	tx, err := b.pool.Begin(ctx)
@@ -288,7 +303,7 @@ func TestMaintainSchedulesRescuesAndCleans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := jobs.MaintainResult{Scheduled: 1, Rescued: 1, Discarded: 1, Deleted: 1}
+	want := jobs.MaintainResult{Scheduled: 1, Rescued: 2, Discarded: 1, Deleted: 1, DeadWorkers: 1}
 	if res != want {
 		t.Fatalf("maintain: got %+v, want %+v", res, want)
 	}
@@ -300,7 +315,7 @@ func TestMaintainSchedulesRescuesAndCleans(t *testing.T) {
 		return s
 	}
 	for id, want := range map[int64]string{stuck: "retryable", dead: "discarded", fresh: "running",
-		due: "available", old: "deleted", recent: "completed"} {
+		due: "available", old: "deleted", recent: "completed", orphan: "available"} {
 		if got := state(id); got != want {
 			t.Errorf("job %d: state %s, want %s", id, got, want)
 		}

@@ -10,9 +10,12 @@ import (
 
 // endRun ends a run in the caller's transaction, which holds the tree's
 // root lock: its working descendants end first (failed, cancelled), their
-// queued jobs are cancelled and their inboxes closed, then the run itself
-// ends, and a parent parked on it may resume.
-func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string) error {
+// jobs are cancelled (a running one has its context cancelled, so that its
+// model call stops) and their inboxes closed, then the run itself ends the
+// same way, and a parent parked on it may resume. self is the job of the
+// step that ends its own run, which completes itself; 0 when another ends
+// it.
+func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64) error {
 	if err := a.cancelDescendants(ctx, tx, run.ID, CancelledByParent); err != nil {
 		return err
 	}
@@ -35,7 +38,7 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 	if err := a.closeInbox(ctx, tx, run.ID); err != nil {
 		return err
 	}
-	if err := a.cancelJobs(ctx, tx, []int64{run.ID}, false); err != nil {
+	if err := a.cancelJobs(ctx, tx, []int64{run.ID}, self); err != nil {
 		return err
 	}
 	kind := EventCompleted
@@ -89,17 +92,19 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, runID int64, e
 			return err
 		}
 	}
-	return a.cancelJobs(ctx, tx, ids, true)
+	return a.cancelJobs(ctx, tx, ids, 0)
 }
 
-// cancelJobs cancels the unfinished step jobs of runs: queued ones never
-// run, and with running set a running one has its context cancelled (its
-// commit would find the run ended anyway). A step ending its own run leaves
-// running unset: it completes its job itself.
-func (a *Agent) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, running bool) error {
-	rows, err := tx.Query(ctx, `SELECT id FROM river_job
-		WHERE kind = $1 AND finalized_at IS NULL AND ($3 OR state <> 'running')
-		  AND (args->>'run_id')::bigint = ANY($2)`, StepKind, runIDs, running)
+// cancelJobs cancels the unfinished step jobs of runs but the job self:
+// queued ones never run, and a running one has its context cancelled
+// through River (its commit would find the run ended anyway). It finds
+// them through the GIN index on the jobs' args, since it runs under the
+// tree's lock.
+func (a *Agent) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, self int64) error {
+	rows, err := tx.Query(ctx, `SELECT j.id FROM unnest($2::bigint[]) AS r(id)
+		CROSS JOIN LATERAL (SELECT id FROM river_job
+			WHERE args @> jsonb_build_object('run_id', r.id) AND kind = $1 AND finalized_at IS NULL AND id <> $3) j`,
+		StepKind, runIDs, self)
 	if err != nil {
 		return fmt.Errorf("error finding jobs to cancel: %w", err)
 	}
@@ -113,27 +118,4 @@ func (a *Agent) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, runni
 		}
 	}
 	return nil
-}
-
-// budgetExhausted says why the run's tree may not make another model call,
-// or "" when it may.
-func budgetExhausted(ctx context.Context, db DB, run *Run) (string, error) {
-	var maxCost *float64
-	var maxTokens *int64
-	var cost float64
-	var tokens int64
-	err := db.QueryRow(ctx, `SELECT r.max_cost_usd::float8, r.max_tokens,
-			(SELECT coalesce(sum(cost_usd), 0)::float8 FROM gb_agent_research_runs WHERE root_id = r.id),
-			(SELECT coalesce(sum(tokens), 0)::bigint FROM gb_agent_research_runs WHERE root_id = r.id)
-		FROM gb_agent_research_runs r WHERE r.id = $1`, run.RootID).Scan(&maxCost, &maxTokens, &cost, &tokens)
-	if err != nil {
-		return "", fmt.Errorf("error reading budget of tree %d: %w", run.RootID, err)
-	}
-	if maxCost != nil && *maxCost > 0 && cost >= *maxCost {
-		return fmt.Sprintf("budget exhausted: the research has spent $%.4f of its $%.4f", cost, *maxCost), nil
-	}
-	if maxTokens != nil && *maxTokens > 0 && tokens >= *maxTokens {
-		return fmt.Sprintf("budget exhausted: the research has used %d of its %d tokens", tokens, *maxTokens), nil
-	}
-	return "", nil
 }

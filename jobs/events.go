@@ -21,6 +21,12 @@ const (
 	EventCompleted = "completed"
 	EventFailed    = "failed"
 	EventCancelled = "cancelled"
+	// EventRepaired: the maintenance pass gave a run a way forward it had
+	// lost (a new step job, a resume, or an end that explains it).
+	EventRepaired = "repaired"
+	// EventBudget: the tree's budget stopped the root's research and left
+	// it its closing report.
+	EventBudget = "budget_exhausted"
 )
 
 // Event is one entry of a tree's timeline.

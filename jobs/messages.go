@@ -48,41 +48,45 @@ func (a *Agent) closeInbox(ctx context.Context, tx pgx.Tx, id int64) error {
 	return a.messenger.InTx(tx).Close(ctx, id)
 }
 
-// waitForMessages blocks, outside any transaction, for a read_messages call
-// that asked to wait; the messages themselves are taken in the step's
-// transaction, so a crash between the two loses none.
+// waitForMessages blocks, outside any transaction, for the longest wait the
+// step's read_messages calls asked for; the messages themselves are taken
+// in the step's transaction, so a crash between the two loses none.
 func (a *Agent) waitForMessages(ctx context.Context, run *Run, calls []llm.ToolCall) error {
 	if a.messenger == nil {
 		return nil
 	}
+	wait := messageWait(calls)
+	// The wait must leave the step time to commit before its timeout.
+	if deadline, ok := ctx.Deadline(); ok {
+		left := time.Until(deadline)
+		wait = min(wait, left-min(5*time.Second, left/2))
+	}
+	if wait <= 0 {
+		return nil
+	}
+	if err := setState(ctx, a.pool, run.ID, StateWaiting, run.Steps+1); err != nil {
+		return err
+	}
+	if _, err := a.messenger.Wait(ctx, run.ID, wait); err != nil && !errors.Is(err, messenger.ErrNoInbox) {
+		return fmt.Errorf("error waiting for messages: %w", err)
+	}
+	return setState(ctx, a.pool, run.ID, StateMessaging, run.Steps+1)
+}
+
+// messageWait is the longest wait the read_messages calls ask for, their
+// arguments decoded as strictly as the tool does: a call whose arguments
+// the tool refuses waits for nothing (the tool reports the error).
+func messageWait(calls []llm.ToolCall) time.Duration {
+	var most int
 	for _, c := range calls {
 		if c.Name != toolReadMessages {
 			continue
 		}
-		var args struct {
-			WaitSeconds int `json:"wait_seconds"`
+		if args, err := parseReadMessages(json.RawMessage(c.ArgumentsText())); err == nil {
+			most = max(most, args.WaitSeconds)
 		}
-		if json.Unmarshal(c.Arguments, &args) != nil || args.WaitSeconds <= 0 || args.WaitSeconds > MaxWaitSeconds {
-			return nil // no wait, or a bad argument the tool will report
-		}
-		wait := time.Duration(args.WaitSeconds) * time.Second
-		// The wait must leave the step time to commit before its timeout.
-		if deadline, ok := ctx.Deadline(); ok {
-			left := time.Until(deadline)
-			wait = min(wait, left-min(5*time.Second, left/2))
-		}
-		if wait <= 0 {
-			return nil
-		}
-		if err := setState(ctx, a.pool, run.ID, StateWaiting, run.Steps+1); err != nil {
-			return err
-		}
-		if _, err := a.messenger.Wait(ctx, run.ID, wait); err != nil && !errors.Is(err, messenger.ErrNoInbox) {
-			return fmt.Errorf("error waiting for messages: %w", err)
-		}
-		return setState(ctx, a.pool, run.ID, StateMessaging, run.Steps+1)
 	}
-	return nil
+	return time.Duration(most) * time.Second
 }
 
 // TranscriptMessage is one message of a tree as the transcript shows it.
@@ -112,14 +116,11 @@ func (a *Agent) Transcript(ctx context.Context, rootID int64) ([]TranscriptMessa
 // reads it at its next read_messages.
 func (a *Agent) SendFromUser(ctx context.Context, run *Run, text string) error {
 	text = strings.TrimSpace(text)
-	if text == "" || len(text) > MaxMessageLen {
-		return &FieldError{"text", fmt.Sprintf("must be 1 to %d characters", MaxMessageLen)}
+	if p := textProblem(text, MaxMessageLen); p != "" {
+		return &FieldError{"text", p}
 	}
 	if run.IsRoot() || a.messenger == nil {
 		return ErrNoInbox
-	}
-	if strings.ContainsRune(text, 0) {
-		return &FieldError{"text", "must not contain NUL characters"}
 	}
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		// Root first, then the inbox, like every other writer of the tree.

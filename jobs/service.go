@@ -54,12 +54,18 @@ type StartParams struct {
 	ScheduleKey string
 }
 
-// Validate checks the inputs and fills the defaults.
+// Validate checks the inputs and fills the defaults. Every edge that starts
+// researches (the API, the scheduler) shares these checks: text is valid
+// UTF-8 with no NUL, and lengths are counted in characters (runes).
 func (p *StartParams) Validate() error {
+	// maxDatasetLen bounds a dataset name, in characters.
+	const maxDatasetLen = 100
 	p.Topic = strings.TrimSpace(p.Topic)
 	switch n := utf8.RuneCountInString(p.Topic); {
+	case !utf8.ValidString(p.Topic):
+		return &FieldError{"topic", "must be valid UTF-8 text"}
 	case n == 0:
-		return &FieldError{"topic", "is required: the question to research, 1 to 2000 characters"}
+		return &FieldError{"topic", fmt.Sprintf("is required: the question to research, 1 to %d characters", MaxTopicLen)}
 	case n > MaxTopicLen:
 		return &FieldError{"topic", fmt.Sprintf("is %d characters; at most %d are allowed", n, MaxTopicLen)}
 	case strings.ContainsRune(p.Topic, 0):
@@ -71,10 +77,17 @@ func (p *StartParams) Validate() error {
 	if p.MaxSteps < 1 || p.MaxSteps > MaxMaxSteps {
 		return &FieldError{"max_steps", fmt.Sprintf("must be between 1 and %d (got %d)", MaxMaxSteps, p.MaxSteps)}
 	}
-	if p.Dataset == "" {
+	switch n := utf8.RuneCountInString(p.Dataset); {
+	case !utf8.ValidString(p.Dataset):
+		return &FieldError{"dataset", "must be valid UTF-8 text"}
+	case n > maxDatasetLen:
+		return &FieldError{"dataset", fmt.Sprintf("is %d characters; a dataset name has at most %d", n, maxDatasetLen)}
+	case strings.ContainsRune(p.Dataset, 0):
+		return &FieldError{"dataset", "must not contain NUL characters"}
+	case n == 0:
 		p.Dataset = DefaultDataset
 	}
-	if p.MaxCostUSD < 0 || p.MaxCostUSD > 1000 {
+	if !(p.MaxCostUSD >= 0 && p.MaxCostUSD <= 1000) { // NaN too
 		return &FieldError{"max_cost_usd", "must be between 0 (no budget) and 1000"}
 	}
 	if p.MaxTokens < 0 {
@@ -230,10 +243,7 @@ func (a *Agent) Cancel(ctx context.Context, userID, id int64) (*Run, error) {
 			return err
 		}
 		if !run.Ended() {
-			if err := a.cancelJobs(ctx, tx, []int64{run.ID}, true); err != nil {
-				return err
-			}
-			if err := a.endRun(ctx, tx, run, StatusFailed, "", "cancelled by its owner"); err != nil {
+			if err := a.endRun(ctx, tx, run, StatusFailed, "", "cancelled by its owner", 0); err != nil {
 				return err
 			}
 		}
@@ -244,7 +254,7 @@ func (a *Agent) Cancel(ctx context.Context, userID, id int64) (*Run, error) {
 }
 
 // Delete deletes a run the user owns with its sub-agents, their messages,
-// and their jobs.
+// steps, states, events and model calls, and their jobs.
 func (a *Agent) Delete(ctx context.Context, userID, id int64) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockOwned(ctx, tx, userID, id)
@@ -268,14 +278,19 @@ func (a *Agent) Delete(ctx context.Context, userID, id int64) error {
 		for i, r := range tree {
 			ids[i] = r.ID
 		}
-		if err := a.cancelJobs(ctx, tx, ids, true); err != nil {
+		if err := a.cancelJobs(ctx, tx, ids, 0); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "DELETE FROM gb_messages WHERE to_id = ANY($1) OR from_id = ANY($1)", ids); err != nil {
-			return fmt.Errorf("error deleting messages: %w", err)
+		// Through the messenger, so that a reader waiting on an inbox wakes
+		// at once; the rest (steps, states, events, messages to these
+		// runs) goes with the runs, by cascade.
+		for _, rid := range ids {
+			if err := a.closeInbox(ctx, tx, rid); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.Exec(ctx, "DELETE FROM gb_inboxes WHERE run_id = ANY($1)", ids); err != nil {
-			return fmt.Errorf("error deleting inboxes: %w", err)
+		if _, err := tx.Exec(ctx, "DELETE FROM gb_messages WHERE from_id = ANY($1)", ids); err != nil {
+			return fmt.Errorf("error deleting messages: %w", err)
 		}
 		if _, err := tx.Exec(ctx, "DELETE FROM gb_agent_research_runs WHERE id = $1", id); err != nil {
 			return fmt.Errorf("error deleting run %d: %w", id, err)

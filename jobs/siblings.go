@@ -84,17 +84,27 @@ func runListSiblings(ctx context.Context, env *toolEnv, raw json.RawMessage) (st
 	return strings.TrimSpace(b.String()), nil
 }
 
+// sendMessageArgs are the arguments of send_message.
+type sendMessageArgs struct {
+	To   string `json:"to"`
+	Text string `json:"text"`
+}
+
+const sendMessageShape = `{"to": "sibling name", "text": "..."}`
+
+// check trims the text and checks its length.
+func (a *sendMessageArgs) check() error {
+	a.Text = strings.TrimSpace(a.Text)
+	return checkText("text", a.Text, MaxMessageLen)
+}
+
 func runSendMessage(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		To   string `json:"to"`
-		Text string `json:"text"`
-	}
-	if err := decodeArgs(raw, &args, `{"to": "sibling name", "text": "..."}`); err != nil {
+	var args sendMessageArgs
+	if err := decodeArgs(raw, &args, sendMessageShape); err != nil {
 		return "", err
 	}
-	args.Text = strings.TrimSpace(args.Text)
-	if args.Text == "" || len(args.Text) > MaxMessageLen {
-		return "", toolErrorf("text must be 1 to %d characters", MaxMessageLen)
+	if err := args.check(); err != nil {
+		return "", err
 	}
 	if args.To == env.run.Name {
 		return "", toolErrorf("you cannot message yourself")
@@ -136,15 +146,34 @@ func runSendMessage(ctx context.Context, env *toolEnv, raw json.RawMessage) (str
 	return fmt.Sprintf("sent to %s (run %d)", to.Name, to.ID), nil
 }
 
+// readMessagesArgs are the arguments of read_messages.
+type readMessagesArgs struct {
+	WaitSeconds int `json:"wait_seconds"`
+}
+
+const readMessagesShape = `{"wait_seconds": 0..60}`
+
+// check checks the wait.
+func (a *readMessagesArgs) check() error {
+	if a.WaitSeconds < 0 || a.WaitSeconds > MaxWaitSeconds {
+		return toolErrorf("wait_seconds must be 0 to %d", MaxWaitSeconds)
+	}
+	return nil
+}
+
+// parseReadMessages decodes and checks read_messages' arguments, for the
+// tool and for the wait before its step's transaction alike.
+func parseReadMessages(raw json.RawMessage) (readMessagesArgs, error) {
+	var args readMessagesArgs
+	if err := decodeArgs(raw, &args, readMessagesShape); err != nil {
+		return args, err
+	}
+	return args, args.check()
+}
+
 func runReadMessages(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		WaitSeconds int `json:"wait_seconds"`
-	}
-	if err := decodeArgs(raw, &args, `{"wait_seconds": 0..60}`); err != nil {
+	if _, err := parseReadMessages(raw); err != nil {
 		return "", err
-	}
-	if args.WaitSeconds < 0 || args.WaitSeconds > MaxWaitSeconds {
-		return "", toolErrorf("wait_seconds must be 0 to %d", MaxWaitSeconds)
 	}
 	// Any wait happened before this transaction (waitForMessages).
 	msgs, err := env.agent.messenger.InTx(env.tx).Receive(ctx, env.run.ID, 0)

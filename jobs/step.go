@@ -58,43 +58,91 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) error {
 			Name: toolWaitSubagents, Content: result})
 	}
 
-	exhausted, err := budgetExhausted(ctx, a.pool, run)
+	last := step >= run.MaxSteps
+	req, err := a.request(run, append(history, prelude...), last, false)
 	if err != nil {
 		return err
 	}
-	if exhausted != "" && !run.IsRoot() {
-		return a.endAfter(ctx, job, run, StatusFailed, "", exhausted)
-	}
-	last := step >= run.MaxSteps || exhausted != ""
-	req, err := a.request(run, append(history, prelude...), last, exhausted != "")
+	res, v, why, err := a.reserve(ctx, job, run, &req, false)
 	if err != nil {
 		return err
+	}
+	if v == exhausted && run.IsRoot() {
+		// The root writes its report, from the share of the budget kept
+		// for it, with no tools left.
+		last = true
+		if err := addEvent(ctx, a.pool, run, EventBudget, map[string]any{"error": why}); err != nil {
+			return err
+		}
+		if req, err = a.request(run, append(history, prelude...), true, true); err != nil {
+			return err
+		}
+		res, v, why, err = a.reserve(ctx, job, run, &req, true)
+		if err != nil {
+			return err
+		}
+		if v == exhausted {
+			// Not even the report fits: the run fails, and keeps what its
+			// sub-agents found as its report.
+			why += "; no budget was left for the report"
+			found, err := a.findings(ctx, run)
+			if err != nil {
+				return err
+			}
+			return a.endAfter(ctx, job, run, StatusFailed, found, why)
+		}
+	}
+	switch v {
+	case mustWait:
+		return river.JobSnooze(budgetWait) // calls in flight hold the rest of the budget
+	case exhausted:
+		return a.endAfter(ctx, job, run, StatusFailed, "", why)
 	}
 	if err := setState(ctx, a.pool, run.ID, StateThinking, step); err != nil {
+		a.release(ctx, job, res)
 		return err
 	}
 	resp, err := a.model.Complete(ctx, req)
 	if err != nil {
+		a.release(ctx, job, res)
+		if interrupted(ctx) {
+			return err
+		}
 		if errors.Is(err, llm.ErrPermanent) || job.Attempt >= job.MaxAttempts {
 			return a.endAfter(ctx, job, run, StatusFailed, "", "model error: "+err.Error())
 		}
 		return fmt.Errorf("model call of run %d step %d: %w", run.ID, step, err)
 	}
+	a.injectFault(FaultAfterModel)
 	reply := resp.Message
 	reply.Role = llm.RoleAssistant
 	if last {
 		reply.ToolCalls = nil
 	}
 	if err := a.waitForMessages(ctx, run, reply.ToolCalls); err != nil {
+		a.settleLost(ctx, job, run, resp.Usage)
 		return err
 	}
 	if err := a.commitStep(ctx, job, run, prelude, reply, resp.Usage); err != nil {
+		a.settleLost(ctx, job, run, resp.Usage)
 		return err
 	}
+	a.injectFault(FaultAfterCommit)
 	if a.observer != nil {
 		a.observer.StepCommitted(run.ID, step, time.Now())
 	}
 	return nil
+}
+
+// findings is what a run's sub-agents reported, for a run that has to end
+// without writing its own report; "" when it has none.
+func (a *Agent) findings(ctx context.Context, run *Run) (string, error) {
+	kids, err := children(ctx, a.pool, run.ID)
+	if err != nil || len(kids) == 0 {
+		return "", err
+	}
+	return "The budget ran out before this agent could write its report. Its sub-agents reported:\n\n" +
+		formatReports(kids), nil
 }
 
 // commitStep runs the step's tools and records the step in one transaction,
@@ -111,7 +159,7 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 			// Cancelled, deleted or already done meanwhile; the model call
 			// was paid for all the same.
 			if run != nil {
-				if err := addUsage(ctx, tx, run.ID, usage); err != nil {
+				if err := settle(ctx, tx, job, run, usage, false); err != nil {
 					return err
 				}
 			}
@@ -133,7 +181,11 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 			}
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result})
 		}
+		a.injectFault(FaultAfterTools)
 		if err := recordStep(ctx, tx, run, step, msgs, usage); err != nil {
+			return err
+		}
+		if err := settle(ctx, tx, job, run, usage, true); err != nil {
 			return err
 		}
 		if err := addEvent(ctx, tx, run, EventStep, map[string]any{"step": step,
@@ -144,11 +196,11 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 		case env.ended:
 			// a tool ended the run (it cancelled itself through its tree)
 		case len(reply.ToolCalls) == 0 && reply.Content != "":
-			if err := a.endRun(ctx, tx, run, StatusSucceeded, reply.Content, ""); err != nil {
+			if err := a.endRun(ctx, tx, run, StatusSucceeded, reply.Content, "", job.ID); err != nil {
 				return err
 			}
 		case len(reply.ToolCalls) == 0:
-			if err := a.endRun(ctx, tx, run, StatusFailed, "", "the agent ended without writing a report"); err != nil {
+			if err := a.endRun(ctx, tx, run, StatusFailed, "", "the agent ended without writing a report", job.ID); err != nil {
 				return err
 			}
 		case env.park != nil:
@@ -160,7 +212,11 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 				return err
 			}
 		}
-		return completeJob(ctx, tx, job)
+		if err := completeJob(ctx, tx, job); err != nil {
+			return err
+		}
+		a.injectFault(FaultBeforeCommit)
+		return nil
 	})
 }
 
@@ -181,7 +237,8 @@ func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error)
 	return nil, nil
 }
 
-// recordStep appends the step's messages and adds its usage to the run.
+// recordStep appends the step's messages and marks the run working at that
+// step; the call's usage is added by settle.
 func recordStep(ctx context.Context, tx pgx.Tx, run *Run, step int, msgs []llm.Message, u llm.Usage) error {
 	b, err := encodeMessages(msgs)
 	if err != nil {
@@ -202,18 +259,6 @@ func recordStep(ctx context.Context, tx pgx.Tx, run *Run, step int, msgs []llm.M
 	}
 	run.Steps = step
 	run.Status = StatusWorking
-	return addUsage(ctx, tx, run.ID, u)
-}
-
-// addUsage adds a model call's tokens and cost to a run.
-func addUsage(ctx context.Context, tx pgx.Tx, runID int64, u llm.Usage) error {
-	_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs SET
-			prompt_tokens = prompt_tokens + $2, completion_tokens = completion_tokens + $3,
-			tokens = tokens + $2 + $3, cost_usd = cost_usd + $4
-		WHERE id = $1`, runID, u.PromptTokens, u.CompletionTokens, u.CostUSD)
-	if err != nil {
-		return fmt.Errorf("error adding usage to run %d: %w", runID, err)
-	}
 	return nil
 }
 
@@ -285,7 +330,7 @@ func (a *Agent) endAfter(ctx context.Context, job *river.Job[StepArgs], seen *Ru
 			return err
 		}
 		if run != nil && !run.Ended() {
-			if err := a.endRun(ctx, tx, run, status, report, errText); err != nil {
+			if err := a.endRun(ctx, tx, run, status, report, errText, job.ID); err != nil {
 				return err
 			}
 		}

@@ -68,57 +68,63 @@ func init() {
 	})
 }
 
+const spawnShape = `{"name": "...", "reason": "...", "task": "...", "max_steps": 1..40}`
+
 func runSpawn(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		Name     string `json:"name"`
-		Reason   string `json:"reason"`
-		Task     string `json:"task"`
-		MaxSteps int    `json:"max_steps"`
-	}
-	shape := `{"name": "...", "reason": "...", "task": "...", "max_steps": 1..40}`
-	if err := decodeArgs(raw, &args, shape); err != nil {
+	var p SpawnParams
+	if err := decodeArgs(raw, &p, spawnShape); err != nil {
 		return "", err
 	}
-	child, err := env.agent.spawn(ctx, env.tx, env.run, SpawnParams{Name: args.Name,
-		Reason: args.Reason, Task: args.Task, MaxSteps: args.MaxSteps})
+	child, err := env.agent.spawn(ctx, env.tx, env.run, p)
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("started sub-agent %q (run %d): %s", child.Name, child.ID, oneLine(child.Topic, 120)), nil
 }
 
-// SpawnParams are the inputs of a spawn.
+// SpawnParams are the inputs of a spawn, decoded from spawn_subagent's
+// arguments.
 type SpawnParams struct {
-	Name     string
-	Reason   string
-	Task     string
-	MaxSteps int
+	Name     string `json:"name"`
+	Reason   string `json:"reason"`
+	Task     string `json:"task"`
+	MaxSteps int    `json:"max_steps"`
+}
+
+// check trims the texts and checks them, lengths in characters, and fills
+// the default step budget. A refusal is a toolError.
+func (p *SpawnParams) check() error {
+	p.Name, p.Reason, p.Task = strings.TrimSpace(p.Name), strings.TrimSpace(p.Reason), strings.TrimSpace(p.Task)
+	switch {
+	case !nameRE.MatchString(p.Name):
+		return toolErrorf("name must be 1 to %d letters, digits, - or _ (got %q)", MaxNameLen, p.Name)
+	case p.Reason == "":
+		return toolErrorf("reason is required: say in one sentence why this sub-agent has to exist, " +
+			"what it covers that you cannot cover cheaply yourself; if you cannot, do not spawn it and do the work yourself")
+	case p.Task == "":
+		return toolErrorf("task is required: a self-contained task that says what to bring back")
+	case p.MaxSteps < 0 || p.MaxSteps > MaxMaxSteps:
+		return toolErrorf("max_steps must be 1 to %d (got %d)", MaxMaxSteps, p.MaxSteps)
+	}
+	if err := checkText("reason", p.Reason, MaxReasonLen); err != nil {
+		return err
+	}
+	if err := checkText("task", p.Task, MaxTaskLen); err != nil {
+		return err
+	}
+	p.MaxSteps = cmpOr(p.MaxSteps, DefaultMaxSteps)
+	return nil
 }
 
 // spawn checks the spawn's input and the tree's limits with the root row
 // locked (the caller's transaction holds it), then inserts the child run,
 // its inbox and its first step job. A refused spawn is a toolError.
 func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams) (*Run, error) {
-	p.Name, p.Reason, p.Task = strings.TrimSpace(p.Name), strings.TrimSpace(p.Reason), strings.TrimSpace(p.Task)
-	switch {
-	case parent.Depth >= MaxSubagentDepth:
+	if parent.Depth >= MaxSubagentDepth {
 		return nil, toolErrorf("you cannot spawn sub-agents: the tree allows %d generations of sub-agents", MaxSubagentDepth)
-	case !nameRE.MatchString(p.Name):
-		return nil, toolErrorf("name must be 1 to %d letters, digits, - or _ (got %q)", MaxNameLen, p.Name)
-	case p.Reason == "":
-		return nil, toolErrorf("reason is required: say in one sentence why this sub-agent has to exist, " +
-			"what it covers that you cannot cover cheaply yourself; if you cannot, do not spawn it and do the work yourself")
-	case len(p.Reason) > MaxReasonLen:
-		return nil, toolErrorf("reason must be at most %d characters (got %d)", MaxReasonLen, len(p.Reason))
-	case p.Task == "":
-		return nil, toolErrorf("task is required: a self-contained task that says what to bring back")
-	case len(p.Task) > MaxTaskLen:
-		return nil, toolErrorf("task must be at most %d characters (got %d)", MaxTaskLen, len(p.Task))
-	case p.MaxSteps < 0 || p.MaxSteps > MaxMaxSteps:
-		return nil, toolErrorf("max_steps must be 1 to %d (got %d)", MaxMaxSteps, p.MaxSteps)
 	}
-	if p.MaxSteps == 0 {
-		p.MaxSteps = DefaultMaxSteps
+	if err := p.check(); err != nil {
+		return nil, err
 	}
 	var mine, inTree int
 	var taken bool
@@ -316,7 +322,7 @@ func runCancelSubagent(ctx context.Context, env *toolEnv, raw json.RawMessage) (
 	if kid.Ended() {
 		return fmt.Sprintf("sub-agent %q (run %d) had already ended: %s", kid.Name, kid.ID, kid.Status), nil
 	}
-	if err := env.agent.endRun(ctx, env.tx, kid, StatusFailed, "", "cancelled by the agent that spawned it"); err != nil {
+	if err := env.agent.endRun(ctx, env.tx, kid, StatusFailed, "", "cancelled by the agent that spawned it", 0); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("cancelled sub-agent %q (run %d) and its sub-agents", kid.Name, kid.ID), nil

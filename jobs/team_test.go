@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -332,18 +333,24 @@ func TestTreeBudgetStopsSubagentsAndRootStillReports(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{})
 	ctx := context.Background()
-	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, MaxTokens: 3000,
+	const budget = 10000
+	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, MaxTokens: budget,
 		Topic: "How do goroutines and channels synchronize work, and how does the context package carry cancellation?"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := waitEnded(t, b.pool, root.ID, 30*time.Second)
-	if done.Status != jobs.StatusSucceeded || done.Report == "" {
-		t.Fatalf("root %s %q", done.Status, done.Error)
-	}
 	tree, err := jobs.Tree(ctx, b.pool, root.ID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, r := range tree {
+		t.Logf("run %d %s %s steps %d tokens %d: %s", r.ID, r.Name, r.Status, r.Steps, r.Tokens, r.Error)
+	}
+	// The root writes its report from the share kept for it, or, when
+	// even that is short, fails and keeps its sub-agents' reports.
+	if done.Report == "" || (done.Status != jobs.StatusSucceeded && !strings.HasPrefix(done.Error, "budget exhausted")) {
+		t.Fatalf("root %s %q", done.Status, done.Error)
 	}
 	stopped := 0
 	for _, r := range tree[1:] {
@@ -351,19 +358,31 @@ func TestTreeBudgetStopsSubagentsAndRootStillReports(t *testing.T) {
 			stopped++
 		}
 	}
-	if stopped == 0 {
-		t.Fatalf("no sub-agent was stopped by the budget: %+v", tree)
-	}
-	// The budget is checked before each step, so the tree may overshoot by
-	// at most one step per agent working when it ran out, plus the root's
-	// report.
-	var maxStep int64
-	if err := b.pool.QueryRow(ctx, `SELECT max(s.prompt_tokens + s.completion_tokens) FROM gb_agent_research_steps s
-		JOIN gb_agent_research_runs r ON r.id = s.run_id WHERE r.root_id = $1`, root.ID).Scan(&maxStep); err != nil {
+	var rootStopped int
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_events WHERE run_id = $1 AND kind = 'budget_exhausted'`,
+		root.ID).Scan(&rootStopped); err != nil {
 		t.Fatal(err)
 	}
-	if total := jobs.Sum(tree); total.Tokens > 3000+int64(len(tree)+1)*maxStep {
-		t.Errorf("tree spent %d tokens on a 3000-token budget (largest step %d, %d agents)", total.Tokens, maxStep, len(tree))
+	if stopped+rootStopped == 0 {
+		t.Fatalf("the budget stopped no agent")
+	}
+	checkBudgetBound(t, b.pool, root.ID, budget)
+}
+
+// checkBudgetBound checks that a tree spent at most its token budget plus
+// what its calls used beyond what they had reserved.
+func checkBudgetBound(t *testing.T, pool *pgxpool.Pool, rootID, budget int64) {
+	t.Helper()
+	var spent, overrun, calls int64
+	if err := pool.QueryRow(context.Background(), `SELECT
+			(SELECT sum(tokens) FROM gb_agent_research_runs WHERE root_id = $1),
+			coalesce(sum(greatest(0, prompt_tokens + completion_tokens - reserved_tokens)), 0), count(*)
+		FROM gb_model_calls WHERE root_id = $1 AND status = 'settled'`, rootID).Scan(&spent, &overrun, &calls); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("tree %d spent %d tokens of %d in %d calls; estimation error %d", rootID, spent, budget, calls, overrun)
+	if spent > budget+overrun {
+		t.Errorf("tree spent %d tokens on a %d-token budget, beyond the estimation error %d", spent, budget, overrun)
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -62,19 +64,132 @@ var tools = map[string]*tool{}
 
 func register(t *tool) { tools[t.spec.Name] = t }
 
-// decodeArgs reads a tool's JSON arguments strictly: unknown fields and
-// trailing data are errors the model is told about.
+// decodeArgs reads a tool's JSON arguments into v, a pointer to the tool's
+// argument struct, strictly, and checks every string in them: arguments
+// that are not UTF-8, not JSON (a reply cut off by the completion limit),
+// not one object, with an unknown field or a field of the wrong type, or
+// with a string Postgres cannot store, are a toolError that says what was
+// wrong and what was expected. No arguments at all are {}.
 func decodeArgs(raw json.RawMessage, v any, shape string) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage("{}")
+	if err := unmarshalArgs(raw, v); err != nil {
+		return toolErrorf("invalid arguments (%s); expected %s", err.Error(), shape)
+	}
+	return checkStrings(reflect.ValueOf(v), "arguments")
+}
+
+// unmarshalArgs decodes raw into v: one JSON object in valid UTF-8, with
+// no unknown field. The content of its strings is checkStrings' part.
+func unmarshalArgs(raw []byte, v any) error {
+	// encoding/json would quietly turn bytes that are not UTF-8 into U+FFFD.
+	if !utf8.Valid(raw) {
+		return fmt.Errorf("text must be valid UTF-8; the byte at offset %d is not", invalidUTF8At(raw))
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	if err := json.Unmarshal(raw, new(json.RawMessage)); err != nil {
+		return fmt.Errorf("not valid JSON: %w", err)
+	}
+	if raw[0] != '{' {
+		return errors.New("not a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return toolErrorf("invalid arguments (%s); expected %s", err.Error(), shape)
+	return dec.Decode(v)
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
 	}
-	if dec.More() {
-		return toolErrorf("invalid arguments (trailing data); expected %s", shape)
+	return -1
+}
+
+// checkStrings finds a string in v, decoded arguments, that Postgres could
+// not store, and names its field in the toolError. A JSON \u0000 escape
+// decodes to a NUL, which no text or jsonb column accepts.
+func checkStrings(v reflect.Value, field string) error {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return checkStrings(v.Elem(), field)
+		}
+	case reflect.String:
+		if p := encodingProblem(v.String()); p != "" {
+			return toolErrorf("%s %s", field, p)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if err := checkStrings(v.Index(i), field); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if err := checkStrings(it.Key(), field); err != nil {
+				return err
+			}
+			if err := checkStrings(it.Value(), field); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if f := v.Type().Field(i); f.IsExported() {
+				if err := checkStrings(v.Field(i), jsonName(f)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// jsonName is the name of a struct field in JSON.
+func jsonName(f reflect.StructField) string {
+	if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+		return name
+	}
+	return f.Name
+}
+
+// encodingProblem says why Postgres could not store s, or "" when it can.
+func encodingProblem(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	case strings.IndexByte(s, 0) >= 0:
+		return "must not contain NUL characters"
+	}
+	return ""
+}
+
+// textProblem says what is wrong with s as a text of 1 to max characters
+// (runes, not bytes) that Postgres can store, or "" when nothing is.
+func textProblem(s string, max int) string {
+	if p := encodingProblem(s); p != "" {
+		return p
+	}
+	switch n := utf8.RuneCountInString(s); {
+	case n == 0:
+		return fmt.Sprintf("must be 1 to %d characters", max)
+	case n > max:
+		return fmt.Sprintf("is %d characters; at most %d are allowed", n, max)
+	}
+	return ""
+}
+
+// checkText is the check of every text argument a tool stores or sends:
+// 1 to max characters that Postgres can store, as a toolError naming field.
+func checkText(field, s string, max int) error {
+	if p := textProblem(s, max); p != "" {
+		return toolErrorf("%s %s", field, p)
 	}
 	return nil
 }
@@ -88,7 +203,7 @@ func (a *Agent) runTool(ctx context.Context, env *toolEnv, call llm.ToolCall) (s
 			strings.Join(a.toolNamesFor(env.run), ", "), nil
 	}
 	env.callID = call.ID
-	result, err := t.run(ctx, env, call.Arguments)
+	result, err := t.run(ctx, env, json.RawMessage(call.ArgumentsText()))
 	var te *toolError
 	if errors.As(err, &te) {
 		result, err = "Error: "+te.msg, nil
@@ -173,7 +288,7 @@ func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolSearch,
 			Description: "Search the knowledge base of this research. Returns ranked documents with id, title, source and a snippet.",
-			Parameters: schema(`{"type":"object","properties":{"query":{"type":"string","description":"keywords, at most 500 characters"},` +
+			Parameters: schema(`{"type":"object","properties":{"query":{"type":"string","description":"keywords, at most 500 characters and 32 words"},` +
 				`"limit":{"type":"integer","minimum":1,"maximum":10}},"required":["query"],"additionalProperties":false}`)},
 		state: StateSearching,
 		run:   runSearch,
@@ -188,29 +303,44 @@ func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolRemember,
 			Description: "Store a short note of a finding, with its source, in the knowledge base, where the other agents of this research find it.",
-			Parameters: schema(`{"type":"object","properties":{"title":{"type":"string"},"text":{"type":"string","description":"at most 10000 characters"}},` +
+			Parameters: schema(`{"type":"object","properties":{"title":{"type":"string","description":"at most 200 characters"},` +
+				`"text":{"type":"string","description":"at most 10000 characters"}},` +
 				`"required":["title","text"],"additionalProperties":false}`)},
 		state: StateWriting,
 		run:   runRemember,
 	})
 }
 
-func runSearch(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		Query string `json:"query"`
-		Limit int    `json:"limit"`
+// searchArgs are the arguments of search.
+type searchArgs struct {
+	Query string `json:"query"`
+	Limit int    `json:"limit"`
+}
+
+const searchShape = `{"query": "keywords", "limit": 1..10}`
+
+// check trims the query, checks it and fills the default limit.
+func (a *searchArgs) check() error {
+	a.Query = strings.TrimSpace(a.Query)
+	if err := kb.CheckQuery(a.Query); err != nil {
+		return &toolError{msg: err.Error()}
 	}
-	if err := decodeArgs(raw, &args, `{"query": "keywords", "limit": 1..10}`); err != nil {
+	if a.Limit < 0 || a.Limit > kb.MaxResults {
+		return toolErrorf("limit must be 1 to %d", kb.MaxResults)
+	}
+	a.Limit = cmpOr(a.Limit, 5)
+	return nil
+}
+
+func runSearch(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
+	var args searchArgs
+	if err := decodeArgs(raw, &args, searchShape); err != nil {
 		return "", err
 	}
-	args.Query = strings.TrimSpace(args.Query)
-	if args.Query == "" || len(args.Query) > kb.MaxQueryLen {
-		return "", toolErrorf("query must be 1 to %d characters", kb.MaxQueryLen)
+	if err := args.check(); err != nil {
+		return "", err
 	}
-	if args.Limit < 0 || args.Limit > kb.MaxResults {
-		return "", toolErrorf("limit must be 1 to %d", kb.MaxResults)
-	}
-	hits, err := kb.Search(ctx, env.tx, env.run.Dataset, args.Query, cmpOr(args.Limit, 5))
+	hits, err := kb.Search(ctx, env.tx, env.run.Dataset, args.Query, args.Limit)
 	if err != nil {
 		return "", err
 	}
@@ -224,11 +354,16 @@ func runSearch(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, 
 	return strings.TrimSpace(b.String()), nil
 }
 
+// readArgs are the arguments of read.
+type readArgs struct {
+	ID int64 `json:"id"`
+}
+
+const readShape = `{"id": document id}`
+
 func runRead(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		ID int64 `json:"id"`
-	}
-	if err := decodeArgs(raw, &args, `{"id": document id}`); err != nil {
+	var args readArgs
+	if err := decodeArgs(raw, &args, readShape); err != nil {
 		return "", err
 	}
 	d, err := kb.Read(ctx, env.tx, env.run.Dataset, args.ID)
@@ -241,19 +376,30 @@ func runRead(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, er
 	return fmt.Sprintf("[id %d] %s (%s)\n\n%s", d.ID, d.Title, d.Source, d.Body), nil
 }
 
-func runRemember(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		Title string `json:"title"`
-		Text  string `json:"text"`
+// rememberArgs are the arguments of remember.
+type rememberArgs struct {
+	Title string `json:"title"`
+	Text  string `json:"text"`
+}
+
+const rememberShape = `{"title": "...", "text": "..."}`
+
+// check trims the title and the text and checks their lengths.
+func (a *rememberArgs) check() error {
+	a.Title, a.Text = strings.TrimSpace(a.Title), strings.TrimSpace(a.Text)
+	if err := checkText("title", a.Title, kb.MaxTitleLen); err != nil {
+		return err
 	}
-	if err := decodeArgs(raw, &args, `{"title": "...", "text": "..."}`); err != nil {
+	return checkText("text", a.Text, kb.MaxNoteLen)
+}
+
+func runRemember(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
+	var args rememberArgs
+	if err := decodeArgs(raw, &args, rememberShape); err != nil {
 		return "", err
 	}
-	if strings.TrimSpace(args.Title) == "" || len(args.Title) > 200 {
-		return "", toolErrorf("title must be 1 to 200 characters")
-	}
-	if strings.TrimSpace(args.Text) == "" || len(args.Text) > kb.MaxNoteLen {
-		return "", toolErrorf("text must be 1 to %d characters", kb.MaxNoteLen)
+	if err := args.check(); err != nil {
+		return "", err
 	}
 	id, err := kb.Remember(ctx, env.tx, env.run.Dataset, env.run.ID, args.Title, args.Text)
 	if err != nil {

@@ -2,8 +2,10 @@ package messenger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -21,9 +23,16 @@ const notifyChannel = "gb_messages"
 // waits reconnectMin, each failure doubles the delay up to reconnectMax.
 const (
 	reconnectMin = 100 * time.Millisecond
-	reconnectMax = 5 * time.Second
+	reconnectMax = 2 * time.Second
 	// connectTimeout bounds one connection attempt.
 	connectTimeout = 10 * time.Second
+	// keepaliveDefault is how long the listener waits for a notification
+	// before it pings its connection: a connection cut without a word (a
+	// failover, a NAT or proxy dropping it) delivers nothing and reports no
+	// error, and would leave every waiter on its fallback timer for good.
+	keepaliveDefault = 30 * time.Second
+	// pingTimeoutDefault bounds that ping.
+	pingTimeoutDefault = 5 * time.Second
 )
 
 // Listener holds the one LISTEN connection of a process and fans each
@@ -41,6 +50,8 @@ type Listener struct {
 	log        *slog.Logger
 	backoffMin time.Duration
 	backoffMax time.Duration
+	keepalive  time.Duration
+	pingTO     time.Duration
 
 	life sync.Mutex // serialises Start and Stop
 	stop context.CancelFunc
@@ -76,6 +87,8 @@ func NewListener(pool *pgxpool.Pool, logger *slog.Logger) *Listener {
 		log:        logger,
 		backoffMin: reconnectMin,
 		backoffMax: reconnectMax,
+		keepalive:  keepaliveDefault,
+		pingTO:     pingTimeoutDefault,
 		waiters:    make(map[int64]map[*waiter]struct{}),
 	}
 }
@@ -125,6 +138,8 @@ func (l *Listener) Stop(ctx context.Context) error {
 func (l *Listener) BackendPID() uint32 { return l.pid.Load() }
 
 // run listens on conn until it fails, then reconnects, until ctx ends.
+// While it is away, waiters rely on their fallback timers; once it is back
+// it wakes them all.
 func (l *Listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) {
 	defer close(done)
 	backoff := l.backoffMin
@@ -136,17 +151,20 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) 
 		if ctx.Err() != nil {
 			return
 		}
+		lost := time.Now()
 		l.log.Warn("message listener lost its connection; reconnecting", "err", err)
-		if time.Since(since) > l.backoffMax {
+		if lost.Sub(since) > l.backoffMax {
 			backoff = l.backoffMin // it was a healthy connection
 		}
+		attempts := 0
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(backoff):
+			case <-time.After(jitter(backoff)):
 			}
 			backoff = min(backoff*2, l.backoffMax)
+			attempts++
 			conn, err = l.connect(ctx)
 			if err == nil {
 				break
@@ -154,21 +172,41 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) 
 			if ctx.Err() != nil {
 				return
 			}
-			l.log.Warn("message listener could not reconnect", "err", err, "retry_in", backoff)
+			l.log.Warn("message listener could not reconnect", "err", err, "attempt", attempts, "retry_in", backoff)
 		}
-		l.log.Info("message listener reconnected", "pid", conn.PgConn().PID())
+		l.log.Info("message listener reconnected", "pid", conn.PgConn().PID(),
+			"down_for", time.Since(lost).Round(time.Millisecond), "attempts", attempts)
 		// Anything sent while we were away was not heard: let every
 		// waiter look at its inbox again.
 		l.wakeAll()
 	}
 }
 
+// jitter spreads reconnections of many processes over ±20% of d.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*0.4-0.2)*float64(d))
+}
+
 // listen delivers notifications until the connection fails or ctx ends.
+// When nothing came for a keepalive period it pings the connection, so
+// that one that died silently is replaced within keepalive+ping timeout.
 func (l *Listener) listen(ctx context.Context, conn *pgx.Conn) error {
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		wctx, cancel := context.WithTimeout(ctx, l.keepalive)
+		n, err := conn.WaitForNotification(wctx)
+		quiet := errors.Is(wctx.Err(), context.DeadlineExceeded)
+		cancel()
 		if err != nil {
-			return fmt.Errorf("waiting for notifications: %w", err)
+			if ctx.Err() != nil || !quiet || conn.IsClosed() {
+				return fmt.Errorf("waiting for notifications: %w", err)
+			}
+			pctx, cancel := context.WithTimeout(ctx, l.pingTO)
+			err = conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("pinging the listening connection after %s without notifications: %w", l.keepalive, err)
+			}
+			continue
 		}
 		id, err := strconv.ParseInt(n.Payload, 10, 64)
 		if err != nil {

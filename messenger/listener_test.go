@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/gbresearch/gb/infra/dbtest"
 )
 
 // listenSessions counts the sessions of this database whose last statement
@@ -34,7 +32,7 @@ func eventually(d time.Duration, cond func() bool) bool {
 }
 
 func TestListenerStopLeavesNoListen(t *testing.T) {
-	pool := dbtest.NewPool(t)
+	pool := testPool(t)
 	ctx := context.Background()
 	l := NewListener(pool, testLogger(t))
 	for round := range 2 { // one worker invocation after another
@@ -67,7 +65,7 @@ func TestListenerStopLeavesNoListen(t *testing.T) {
 // within the fallback interval, and once the listener has reconnected a send
 // wakes a receiver at once again.
 func TestLostNotification(t *testing.T) {
-	pool := dbtest.NewPool(t)
+	pool := testPool(t)
 	ctx := context.Background()
 	// Reconnect only after 2s, so the first message can only come through
 	// the fallback re-check.
@@ -124,7 +122,7 @@ func TestLostNotification(t *testing.T) {
 // TestReconnectWakesWaiters: a receiver whose notification was lost is woken
 // by the reconnection itself, before its (long) fallback.
 func TestReconnectWakesWaiters(t *testing.T) {
-	pool := dbtest.NewPool(t)
+	pool := testPool(t)
 	ctx := context.Background()
 	l := startListener(t, pool, func(l *Listener) { l.backoffMin, l.backoffMax = 300*time.Millisecond, 300*time.Millisecond })
 	p := NewPostgres(pool, l, PostgresConfig{FallbackInterval: 30 * time.Second})

@@ -17,6 +17,7 @@ import (
 	"github.com/gbresearch/gb/infra/config"
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/infra/httpapi"
+	"github.com/gbresearch/gb/infra/logs"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/messenger"
 )
@@ -43,6 +44,11 @@ func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	// An outage logged by newLogger's throttle ends as soon as the pool
+	// can reach the database again.
+	if th, ok := logger.Handler().(*logs.Throttle); ok {
+		th.SetProbe(pool.Ping)
+	}
 	if _, err := db.Migrate(ctx, pool, logger); err != nil {
 		pool.Close()
 		return nil, err
@@ -58,7 +64,14 @@ func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
 		return nil, err
 	}
 	msgr := messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(), Work: true})
+	fault, err := faultHook(os.Getenv(envFaultKill))
+	if err != nil {
+		_ = listener.Stop(ctx)
+		pool.Close()
+		return nil, err
+	}
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(),
+		Fault: fault, Work: true})
 	if err == nil {
 		err = agent.Start(ctx)
 	}
@@ -86,7 +99,7 @@ func (s *stack) stop() {
 
 // serve serves the API on ln until ctx ends.
 func (s *stack) serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.api, ReadHeaderTimeout: 10 * time.Second}
+	srv := httpapi.NewServer(s.api)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -99,12 +112,17 @@ func (s *stack) serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
+// newLogger logs text to w at GB_LOG_LEVEL. While the database is
+// unreachable, its connection failures (River's and ours) are throttled: the
+// first is logged, then one summary every 30s, then one record when the
+// database is back (see logs.Throttle; startStack sets its probe).
 func newLogger(w io.Writer) *slog.Logger {
 	level := slog.LevelInfo
 	if v := os.Getenv(config.EnvLogLevel); v != "" {
 		_ = level.UnmarshalText([]byte(v))
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	text := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
+	return slog.New(logs.NewThrottle(text, logs.ThrottleOptions{}))
 }
 
 func cmdDev(ctx context.Context, args []string, out io.Writer) error {

@@ -42,6 +42,11 @@ const migrateLockKey = 7_411_000_001
 // MaxConnsDefault is the pool size when PoolConfig.MaxConns is 0.
 const MaxConnsDefault = 20
 
+// ConnectTimeoutDefault bounds the making of one connection when the URL
+// sets no connect_timeout, so that an unreachable server fails requests
+// rather than hanging them.
+const ConnectTimeoutDefault = 10 * time.Second
+
 // Open creates a pool and checks that the database answers.
 func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	if cfg.URL == "" {
@@ -56,6 +61,9 @@ func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 		pc.MaxConns = cfg.MaxConns
 	}
 	pc.MaxConnIdleTime = time.Minute
+	if pc.ConnConfig.ConnectTimeout == 0 {
+		pc.ConnConfig.ConnectTimeout = ConnectTimeoutDefault
+	}
 	if cfg.Proxy {
 		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}

@@ -1,57 +1,19 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gbresearch/gb/jobs"
 )
 
-// decodeBody reads a JSON body strictly: size-capped, no unknown fields,
-// exactly one value.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", "", fmt.Sprintf("request body is over %d bytes", MaxBodyBytes))
-		return false
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_json", "", "could not read request body")
-		return false
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		field := ""
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			field = te.Field
-		}
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			field = strings.Trim(f, `"`)
-			writeError(w, http.StatusBadRequest, "invalid_request", field, "unknown field "+f+"; allowed: topic, max_steps, dataset, max_cost_usd, max_tokens")
-			return false
-		}
-		writeError(w, http.StatusBadRequest, "invalid_json", field, "request body is not valid JSON for this call: "+err.Error())
-		return false
-	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, "invalid_json", "", "request body has data after the JSON object")
-		return false
-	}
-	return true
-}
-
+// createRequest is the body of POST /v1/gb/research; its JSON fields are
+// createFields.
 type createRequest struct {
-	Topic      string  `json:"topic"`
-	MaxSteps   int     `json:"max_steps"`
+	Topic string `json:"topic"`
+	// MaxSteps is nil when absent (the default); an explicit 0 is refused.
+	MaxSteps   *int    `json:"max_steps"`
 	Dataset    string  `json:"dataset"`
 	MaxCostUSD float64 `json:"max_cost_usd"`
 	MaxTokens  int64   `json:"max_tokens"`
@@ -59,11 +21,15 @@ type createRequest struct {
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	var req createRequest
-	if !decodeBody(w, r, &req) {
+	if !decodeBody(w, r, &req, createFields) {
 		return
 	}
-	run, _, err := a.Agent.StartResearch(r.Context(), jobs.StartParams{UserID: userID(r), Topic: req.Topic,
-		MaxSteps: req.MaxSteps, Dataset: req.Dataset, MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens})
+	p, err := req.params(userID(r))
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	run, _, err := a.Agent.StartResearch(r.Context(), p)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -75,6 +41,21 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/gb/research/"+strconv.FormatInt(run.ID, 10))
 	writeJSON(w, http.StatusAccepted, run)
+}
+
+// params are the StartParams of the request: an absent max_steps is the
+// default, an explicit 0 is an error (StartParams takes 0 as the default).
+func (req createRequest) params(uid int64) (jobs.StartParams, error) {
+	p := jobs.StartParams{UserID: uid, Topic: req.Topic, Dataset: req.Dataset,
+		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens}
+	if req.MaxSteps != nil {
+		if *req.MaxSteps == 0 {
+			return p, &jobs.FieldError{Field: "max_steps", Msg: fmt.Sprintf(
+				"must be between 1 and %d (got 0); leave it out for the default %d", jobs.MaxMaxSteps, jobs.DefaultMaxSteps)}
+		}
+		p.MaxSteps = *req.MaxSteps
+	}
+	return p, nil
 }
 
 type listResponse struct {
@@ -229,7 +210,7 @@ func (a *api) sendMessage(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Text string `json:"text"`
 	}
-	if !decodeBody(w, r, &req) {
+	if !decodeBody(w, r, &req, messageFields) {
 		return
 	}
 	if err := a.Agent.SendFromUser(r.Context(), run, req.Text); err != nil {

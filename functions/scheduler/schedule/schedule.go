@@ -14,8 +14,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gbresearch/gb/jobs"
 )
@@ -29,8 +32,9 @@ type Input struct {
 	// Topic is the question to research.
 	Topic string `json:"topic"`
 	// MaxSteps bounds the research's steps (optional, as in the API's
-	// POST /v1/gb/research, like the next three).
-	MaxSteps int `json:"max_steps"`
+	// POST /v1/gb/research, like the next three). Nil when absent, which
+	// means the default; an explicit 0 is refused.
+	MaxSteps *int `json:"max_steps"`
 	// Dataset names the knowledge base (jobs.DefaultDataset when empty).
 	Dataset string `json:"dataset"`
 	// MaxCostUSD is the tree's budget in dollars (0: the default budget).
@@ -44,8 +48,11 @@ type Input struct {
 	ScheduledTime string `json:"scheduled_time"`
 }
 
+// fields lists Input's JSON fields, exactly as spelled.
+var fields = []string{"user", "topic", "max_steps", "dataset", "max_cost_usd", "max_tokens", "schedule", "scheduled_time"}
+
 // allowedFields lists Input's JSON fields, for error messages.
-const allowedFields = "user, topic, max_steps, dataset, max_cost_usd, max_tokens, schedule, scheduled_time"
+var allowedFields = strings.Join(fields, ", ")
 
 // Result is what the function returns.
 type Result struct {
@@ -72,42 +79,82 @@ func (e *InputError) Error() string {
 	return e.Field + ": " + e.Msg
 }
 
-// Decode reads an Input strictly: one JSON object, no unknown field, each
-// field of its type, and the required ones present.
+// Decode reads an Input strictly: valid UTF-8, one JSON object, no unknown
+// field (names match exactly, not case-insensitively), each field of its
+// type, and the required ones present.
 func Decode(raw []byte) (Input, error) {
 	var in Input
+	if !utf8.Valid(raw) {
+		return in, &InputError{Msg: "the event is not valid UTF-8"}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te) && te.Field == "":
-			return in, &InputError{Msg: "the event is not a JSON object but a JSON " + te.Value}
-		case errors.As(err, &te):
-			return in, &InputError{Field: te.Field, Msg: fmt.Sprintf("must be a JSON %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)}
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return in, &InputError{Field: f, Msg: "is not a field of a scheduled research; allowed: " + allowedFields}
-		default:
-			return in, &InputError{Msg: "the event is not a JSON object: " + err.Error()}
-		}
+		return in, decodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return in, &InputError{Msg: "the event has data after its JSON object"}
 	}
+	if err := checkKeys(raw); err != nil {
+		return in, err
+	}
 	in.User = strings.TrimSpace(in.User)
+	return in, in.check()
+}
+
+// decodeError explains an error of json.Decoder.Decode.
+func decodeError(err error) *InputError {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return &InputError{Msg: "the event is not a JSON object but a JSON " + te.Value}
+	case errors.As(err, &te):
+		return &InputError{Field: te.Field, Msg: fmt.Sprintf("must be a JSON %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &InputError{Field: f, Msg: "is not a field of a scheduled research; allowed: " + allowedFields}
+	default:
+		return &InputError{Msg: "the event is not a JSON object: " + err.Error()}
+	}
+}
+
+// checkKeys refuses a key that matched a field only case-insensitively, as
+// encoding/json allows: {"TOPIC": ...} is not the topic.
+func checkKeys(raw []byte) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return &InputError{Msg: "the event is not a JSON object: " + err.Error()}
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if !slices.Contains(fields, k) {
+			return &InputError{Field: k, Msg: "is not a field of a scheduled research (names are case-sensitive); allowed: " + allowedFields}
+		}
+	}
+	return nil
+}
+
+// check refuses missing, malformed and NUL-holding fields (a NUL would fail
+// every query, as if worth a retry).
+func (in Input) check() error {
 	switch {
 	case in.User == "":
-		return in, &InputError{Field: "user", Msg: "is required: the name of the user who owns the research"}
+		return &InputError{Field: "user", Msg: "is required: the name of the user who owns the research"}
 	case in.Schedule == "":
-		return in, &InputError{Field: "schedule", Msg: "is required: the schedule's ARN, <aws.scheduler.schedule-arn> in the schedule's Input"}
+		return &InputError{Field: "schedule", Msg: "is required: the schedule's ARN, <aws.scheduler.schedule-arn> in the schedule's Input"}
 	case in.ScheduledTime == "":
-		return in, &InputError{Field: "scheduled_time", Msg: "is required: <aws.scheduler.scheduled-time> in the schedule's Input"}
+		return &InputError{Field: "scheduled_time", Msg: "is required: <aws.scheduler.scheduled-time> in the schedule's Input"}
+	case strings.ContainsRune(in.User, 0):
+		return &InputError{Field: "user", Msg: "must not contain NUL characters"}
+	case strings.ContainsRune(in.Schedule, 0):
+		return &InputError{Field: "schedule", Msg: "must not contain NUL characters"}
+	case in.MaxSteps != nil && *in.MaxSteps == 0:
+		return &InputError{Field: "max_steps", Msg: fmt.Sprintf("must be between 1 and %d (got 0); leave it out for the default %d",
+			jobs.MaxMaxSteps, jobs.DefaultMaxSteps)}
 	}
 	if _, err := time.Parse(time.RFC3339, in.ScheduledTime); err != nil {
-		return in, &InputError{Field: "scheduled_time", Msg: fmt.Sprintf("%q is not an RFC 3339 time like 2026-01-02T15:04:05Z", in.ScheduledTime)}
+		return &InputError{Field: "scheduled_time", Msg: fmt.Sprintf("%q is not an RFC 3339 time like 2026-01-02T15:04:05Z", in.ScheduledTime)}
 	}
-	return in, nil
+	return nil
 }
 
 func jsonKind(goKind string) string {
@@ -168,9 +215,12 @@ func (h *Handler) start(ctx context.Context, raw json.RawMessage) (Result, error
 		}
 		return Result{}, err
 	}
-	run, created, err := h.Agent.StartResearch(ctx, jobs.StartParams{UserID: userID, Topic: in.Topic,
-		MaxSteps: in.MaxSteps, Dataset: in.Dataset, MaxCostUSD: in.MaxCostUSD, MaxTokens: in.MaxTokens,
-		ScheduleKey: in.Key()})
+	p := jobs.StartParams{UserID: userID, Topic: in.Topic, Dataset: in.Dataset,
+		MaxCostUSD: in.MaxCostUSD, MaxTokens: in.MaxTokens, ScheduleKey: in.Key()}
+	if in.MaxSteps != nil {
+		p.MaxSteps = *in.MaxSteps
+	}
+	run, created, err := h.Agent.StartResearch(ctx, p)
 	var fe *jobs.FieldError
 	if errors.As(err, &fe) {
 		return Result{}, &InputError{Field: fe.Field, Msg: fe.Msg}

@@ -23,8 +23,11 @@ func TestDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.Key() != "alice/arn:s@2026-11-30T06:00:00Z" || in.User != "alice" {
+	if in.Key() != "alice/arn:s@2026-11-30T06:00:00Z" || in.User != "alice" || in.MaxSteps != nil {
 		t.Fatalf("decoded %+v key %q", in, in.Key())
+	}
+	if in, err := schedule.Decode([]byte(strings.Replace(good, `"topic"`, `"max_steps":5,"topic"`, 1))); err != nil || in.MaxSteps == nil || *in.MaxSteps != 5 {
+		t.Fatalf("max_steps 5: %+v, %v", in, err)
 	}
 	for _, tc := range []struct{ name, event, field, says string }{
 		{"unknown field", `{"user":"a","topc":"x","schedule":"s","scheduled_time":"2026-11-30T06:00:00Z"}`, "topc", "allowed: user, topic"},
@@ -35,6 +38,10 @@ func TestDecode(t *testing.T) {
 		{"placeholder left", `{"user":"a","topic":"x","schedule":"s","scheduled_time":"<aws.scheduler.scheduled-time>"}`, "scheduled_time", "RFC 3339"},
 		{"not an object", `["user"]`, "", "not a JSON object"},
 		{"trailing data", good + `{}`, "", "after its JSON object"},
+		{"explicit zero max_steps", strings.Replace(good, `"topic"`, `"max_steps":0,"topic"`, 1), "max_steps", "leave it out for the default"},
+		{"upper-case key", strings.Replace(good, `"topic"`, `"TOPIC"`, 1), "TOPIC", "case-sensitive"},
+		{"invalid UTF-8", strings.Replace(good, "sync.Once", "sync.\xffOnce", 1), "", "UTF-8"},
+		{"NUL in user", strings.Replace(good, `"alice"`, `"al\u0000ice"`, 1), "user", "NUL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := schedule.Decode([]byte(tc.event))

@@ -1,0 +1,85 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// meteredModel answers with a function of the request and reports a fixed
+// usage per call; it estimates each call's prompt short by promptError
+// tokens, so that the bound a tree keeps includes an estimation error.
+type meteredModel struct {
+	fn          func(ctx context.Context, req llm.Request) (llm.Message, error)
+	prompt      int
+	completion  int
+	promptError int
+}
+
+func (m *meteredModel) Name() string { return "metered" }
+
+func (m *meteredModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	msg, err := m.fn(ctx, req)
+	if err != nil {
+		return llm.Response{}, err
+	}
+	msg.Role = llm.RoleAssistant
+	for i := range msg.ToolCalls {
+		msg.ToolCalls[i].ID = fmt.Sprintf("c%d_%d", len(req.Messages), i)
+	}
+	return llm.Response{Message: msg, Usage: llm.Usage{PromptTokens: m.prompt,
+		CompletionTokens: min(m.completion, req.MaxCompletionTokens)}}, nil
+}
+
+func (m *meteredModel) EstimateUsage(req llm.Request) llm.Usage {
+	return llm.Usage{PromptTokens: m.prompt - m.promptError, CompletionTokens: req.MaxCompletionTokens}
+}
+
+func TestTightBudgetHoldsUnderConcurrentSubagents(t *testing.T) {
+	t.Parallel()
+	const budget = 150
+	model := &meteredModel{prompt: 20, completion: 10, promptError: 2, fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		switch {
+		case len(req.Tools) == 0:
+			return llm.Message{Content: "report of " + topic(req)}, nil
+		case topic(req) != "root":
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query":"context"}`)}}, nil
+		case turns(req) == 0:
+			var calls []llm.ToolCall
+			for i := range 4 {
+				calls = append(calls, toolCall("spawn_subagent",
+					fmt.Sprintf(`{"name":"s%d","reason":"covers part %d","task":"part %d"}`, i, i, i)))
+			}
+			return llm.Message{ToolCalls: calls}, nil
+		default:
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
+		}
+	}}
+	b := setup(t, setupOpts{model: model, config: jobs.Config{MaxCompletionTokens: 10}})
+	ctx := context.Background()
+	for round := range 3 {
+		root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root", MaxTokens: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := waitEnded(t, b.pool, root.ID, 30*time.Second)
+		tree, err := jobs.Tree(ctx, b.pool, root.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range tree {
+			if !r.Ended() {
+				t.Errorf("round %d: run %d left %s", round, r.ID, r.Status)
+			}
+			t.Logf("round %d: run %d %s %s steps %d tokens %d %s", round, r.ID, r.Name, r.Status, r.Steps, r.Tokens, r.Error)
+		}
+		if len(tree) != 5 || done.Report == "" {
+			t.Fatalf("round %d: root %s %q with %d runs", round, done.Status, done.Error, len(tree))
+		}
+		checkBudgetBound(t, b.pool, root.ID, budget)
+	}
+}

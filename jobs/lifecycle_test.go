@@ -1,0 +1,393 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gbresearch/gb/infra/dbtest"
+	"github.com/gbresearch/gb/infra/offline"
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Tests of the paths that used to strand a run: every way a step job ends
+// leaves its run ended, parked with a resume path, or with a next job.
+
+// startWorker starts a working agent on pool, stopped when the test ends
+// unless the test stops it first.
+func startWorker(t *testing.T, pool *pgxpool.Pool, model llm.Model, cfg jobs.Config, msgr jobs.Messenger) *jobs.Agent {
+	t.Helper()
+	a, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Config: cfg, Work: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.Stop(ctx)
+	})
+	return a
+}
+
+// queueAtLastAttempt starts a research whose first step job will run on
+// its last attempt.
+func queueAtLastAttempt(t *testing.T, b *testBundle) *jobs.Run {
+	t.Helper()
+	ctx := context.Background()
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE river_job SET attempt = max_attempts - 1
+		WHERE args @> jsonb_build_object('run_id', $1::bigint)`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func jobStates(t *testing.T, pool *pgxpool.Pool, runID int64) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT state::text || ':' || attempt FROM river_job
+		WHERE args @> jsonb_build_object('run_id', $1::bigint) ORDER BY id`, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func countEvents(t *testing.T, pool *pgxpool.Pool, runID int64, kind string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM gb_agent_research_events
+		WHERE run_id = $1 AND kind = $2`, runID, kind).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestPanicOnTheLastAttemptEndsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	run := queueAtLastAttempt(t, b)
+	startWorker(t, b.pool, &scriptModel{fn: func(context.Context, llm.Request) (llm.Message, error) {
+		panic("boom")
+	}}, jobs.Config{}, nil)
+	done := waitEnded(t, b.pool, run.ID, 20*time.Second)
+	if done.Status != jobs.StatusFailed || !strings.Contains(done.Error, "step 1 failed after 5 attempts: step panicked: boom") {
+		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+	if got := jobStates(t, b.pool, run.ID); len(got) != 1 || got[0] != "completed:5" {
+		t.Fatalf("jobs %v", got)
+	}
+}
+
+func TestInterruptionOnTheLastAttemptSpendsNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	run := queueAtLastAttempt(t, b)
+	inCall := make(chan struct{}, 1)
+	blocked := &scriptModel{fn: func(ctx context.Context, _ llm.Request) (llm.Message, error) {
+		inCall <- struct{}{}
+		<-ctx.Done()
+		return llm.Message{}, errors.New("the call was cut short")
+	}}
+	w := startWorker(t, b.pool, blocked, jobs.Config{}, nil)
+	select {
+	case <-inCall:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the step never called the model")
+	}
+	// The worker stops before the step can end: the step is interrupted.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := jobs.GetRun(context.Background(), b.pool, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ended() {
+		t.Fatalf("an interruption ended the run: %s %q", r.Status, r.Error)
+	}
+	if got := jobStates(t, b.pool, run.ID); len(got) != 1 || got[0] != "available:4" {
+		t.Fatalf("the job should be back with its attempt unspent: %v", got)
+	}
+	startWorker(t, b.pool, &offline.Model{}, jobs.Config{}, nil)
+	if done := waitEnded(t, b.pool, run.ID, 20*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+}
+
+func TestMaintenanceDiscardOfADeadWorkersLastAttemptEndsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	run := queueAtLastAttempt(t, b)
+	ctx := context.Background()
+	// Its worker took the last attempt and died.
+	if _, err := b.pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = max_attempts,
+		attempted_at = now() - interval '5 seconds', attempted_by = '{gone}'
+		WHERE args @> jsonb_build_object('run_id', $1::bigint)`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.agent.Maintain(ctx, jobs.MaintainParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DeadWorkers != 1 || res.Discarded != 1 || res.Lost != 1 {
+		t.Fatalf("maintain: %+v", res)
+	}
+	r, err := jobs.GetRun(ctx, b.pool, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != jobs.StatusFailed || !strings.Contains(r.Error, "step 1's job was lost: its worker is gone") {
+		t.Fatalf("%s %q", r.Status, r.Error)
+	}
+	if countEvents(t, b.pool, run.ID, jobs.EventRepaired) != 1 {
+		t.Fatal("the repair was not recorded on the tree")
+	}
+}
+
+func TestFailingEndOnTheLastAttemptIsRepaired(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	run := queueAtLastAttempt(t, b)
+	ctx := context.Background()
+	// Nothing may end the run for now: every end fails inside Work.
+	if _, err := b.pool.Exec(ctx, `
+		CREATE FUNCTION refuse_end() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'ends are refused for this test'; END $$;
+		CREATE TRIGGER refuse_end BEFORE UPDATE ON gb_agent_research_runs
+		FOR EACH ROW WHEN (NEW.status = 'failed') EXECUTE FUNCTION refuse_end()`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := jobs.Config{StepTimeout: time.Second, RescueStuckJobsAfter: 1500 * time.Millisecond, MaintainInterval: time.Hour}
+	w := startWorker(t, b.pool, &scriptModel{fn: func(context.Context, llm.Request) (llm.Message, error) {
+		return llm.Message{}, errors.Join(errors.New("rejected"), llm.ErrPermanent)
+	}}, cfg, nil)
+	waitFor(t, 20*time.Second, "the job to be discarded", func() bool {
+		got := jobStates(t, b.pool, run.ID)
+		return len(got) == 1 && got[0] == "discarded:5"
+	})
+	r, _ := jobs.GetRun(ctx, b.pool, run.ID)
+	if r.Ended() {
+		t.Fatalf("run ended despite the trigger: %s", r.Status)
+	}
+	if _, err := b.pool.Exec(ctx, "DROP TRIGGER refuse_end ON gb_agent_research_runs"); err != nil {
+		t.Fatal(err)
+	}
+	// Before the horizon the reconciler leaves it; after, it ends the run.
+	res, err := w.Maintain(ctx, jobs.MaintainParams{})
+	if err != nil || res.Lost != 0 {
+		t.Fatalf("maintain before the horizon: %+v %v", res, err)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if res, err = w.Maintain(ctx, jobs.MaintainParams{}); err != nil || res.Lost != 1 {
+		t.Fatalf("maintain after the horizon: %+v %v", res, err)
+	}
+	r, _ = jobs.GetRun(ctx, b.pool, run.ID)
+	if r.Status != jobs.StatusFailed || !strings.Contains(r.Error, "step 1's job was lost: it was discarded after 5 attempts") ||
+		!strings.Contains(r.Error, "ends are refused") {
+		t.Fatalf("%s %q", r.Status, r.Error)
+	}
+}
+
+func TestRunWithNoJobGetsANewOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true, config: jobs.Config{StepTimeout: time.Second, RescueStuckJobsAfter: 1100 * time.Millisecond}})
+	ctx := context.Background()
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "How does sync.WaitGroup work?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An operator deletes its job.
+	if _, err := b.pool.Exec(ctx, `DELETE FROM river_job WHERE args @> jsonb_build_object('run_id', $1::bigint)`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE gb_agent_research_runs SET updated_at = now() - interval '1 minute' WHERE id = $1`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.agent.Maintain(ctx, jobs.MaintainParams{})
+	if err != nil || res.Repaired != 1 {
+		t.Fatalf("maintain: %+v %v", res, err)
+	}
+	startWorker(t, b.pool, &offline.Model{}, jobs.Config{}, nil)
+	if done := waitEnded(t, b.pool, run.ID, 20*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+	if countEvents(t, b.pool, run.ID, jobs.EventRepaired) != 1 {
+		t.Fatal("the repair was not recorded on the tree")
+	}
+}
+
+func TestParkedParentThatLostItsResumeIsResumed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	ctx := context.Background()
+	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := b.agent.SpawnForTest(ctx, root.ID, jobs.SpawnParams{Name: "kid", Reason: "covers a part", Task: "find it"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The root parked and its sub-agent ended without resuming it, and no
+	// job is left for either.
+	for _, q := range []string{
+		`UPDATE gb_agent_research_runs SET status = 'waiting', state = 'waiting', steps = 1, wait_call_id = 'c1' WHERE id = $1 AND $2::bigint > 0`,
+		`UPDATE gb_agent_research_runs SET status = 'succeeded', report = 'found it', ended_at = now() - interval '1 minute' WHERE id = $2 AND $1::bigint > 0`,
+		`DELETE FROM river_job WHERE $1::bigint > 0 AND $2::bigint > 0`,
+	} {
+		if _, err := b.pool.Exec(ctx, q, root.ID, kid.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := b.agent.Maintain(ctx, jobs.MaintainParams{})
+	if err != nil || res.Resumed != 1 {
+		t.Fatalf("maintain: %+v %v", res, err)
+	}
+	r, _ := jobs.GetRun(ctx, b.pool, root.ID)
+	if r.Status != jobs.StatusWorking {
+		t.Fatalf("root %s", r.Status)
+	}
+	if got := jobStates(t, b.pool, root.ID); len(got) != 1 || got[0] != "available:0" {
+		t.Fatalf("resume job %v", got)
+	}
+	if countEvents(t, b.pool, root.ID, jobs.EventResumed) != 1 || countEvents(t, b.pool, root.ID, jobs.EventRepaired) != 1 {
+		t.Fatal("resume and repair not recorded")
+	}
+	if res, err = b.agent.Maintain(ctx, jobs.MaintainParams{}); err != nil || res.Resumed != 0 {
+		t.Fatalf("second maintain resumed again: %+v %v", res, err)
+	}
+}
+
+func TestCancelledSubagentsModelCallStopsWithinASecond(t *testing.T) {
+	t.Parallel()
+	inCall := make(chan struct{})
+	var cancelledAt, cancelSent atomic.Int64
+	model := &scriptModel{fn: func(ctx context.Context, req llm.Request) (llm.Message, error) {
+		if topic(req) == "slow part" {
+			close(inCall)
+			<-ctx.Done()
+			cancelledAt.Store(time.Now().UnixNano())
+			return llm.Message{}, ctx.Err()
+		}
+		switch turns(req) {
+		case 0:
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("spawn_subagent",
+				`{"name":"slow","reason":"covers the slow part","task":"slow part"}`)}}, nil
+		case 1:
+			<-inCall
+			cancelSent.Store(time.Now().UnixNano())
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("cancel_subagent", `{"name":"slow"}`)}}, nil
+		default:
+			return llm.Message{Content: "done"}, nil
+		}
+	}}
+	b := setup(t, setupOpts{model: model})
+	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitEnded(t, b.pool, root.ID, 30*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+	waitFor(t, 10*time.Second, "the sub-agent's call to stop", func() bool { return cancelledAt.Load() != 0 })
+	took := time.Duration(cancelledAt.Load() - cancelSent.Load())
+	t.Logf("the sub-agent's model call stopped %s after its parent asked for the cancel", took)
+	if took > time.Second {
+		t.Fatalf("the cancelled sub-agent's call ran on for %s", took)
+	}
+	tree, _ := jobs.Tree(context.Background(), b.pool, root.ID)
+	waitFor(t, 5*time.Second, "the sub-agent's job to be cancelled", func() bool {
+		got := jobStates(t, b.pool, tree[1].ID)
+		return len(got) == 1 && strings.HasPrefix(got[0], "cancelled")
+	})
+}
+
+func TestDeleteWakesAWaitingReaderAndLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	msgr := withMessenger(t, pool)
+	var wokeAt atomic.Int64
+	model := &scriptModel{fn: func(ctx context.Context, req llm.Request) (llm.Message, error) {
+		switch topic(req) {
+		case "listen":
+			if turns(req) <= 1 { // woken by the talker, then waits again
+				return llm.Message{ToolCalls: []llm.ToolCall{toolCall("read_messages", `{"wait_seconds":60}`)}}, nil
+			}
+			<-ctx.Done()
+			return llm.Message{}, ctx.Err()
+		case "talk":
+			if turns(req) == 0 {
+				return llm.Message{ToolCalls: []llm.ToolCall{toolCall("send_message", `{"to":"listener","text":"hello"}`)}}, nil
+			}
+			<-ctx.Done()
+			return llm.Message{}, ctx.Err()
+		}
+		if turns(req) == 0 {
+			return llm.Message{ToolCalls: []llm.ToolCall{
+				toolCall("spawn_subagent", `{"name":"talker","reason":"says hello","task":"talk"}`),
+				toolCall("spawn_subagent", `{"name":"listener","reason":"waits for a word","task":"listen"}`)}}, nil
+		}
+		return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
+	}}
+	b := setupOn(t, pool, setupOpts{model: model, msgr: msgr})
+	ctx := context.Background()
+	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the listener to wait on its inbox", func() bool {
+		var n int
+		_ = pool.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_runs WHERE name = 'listener' AND steps = 1 AND state = 'waiting'`).Scan(&n)
+		return n == 1
+	})
+	started := time.Now()
+	if err := b.agent.Delete(ctx, b.userID, root.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "every job of the tree to end", func() bool {
+		var n int
+		_ = pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE finalized_at IS NULL`).Scan(&n)
+		if n == 0 && wokeAt.Load() == 0 {
+			wokeAt.Store(time.Now().UnixNano())
+		}
+		return n == 0
+	})
+	took := time.Duration(wokeAt.Load() - started.UnixNano())
+	t.Logf("the tree's jobs ended %s after the delete", took)
+	if took > time.Second {
+		t.Fatalf("a waiting reader took %s to let go after the delete", took)
+	}
+	for _, table := range []string{"gb_agent_research_runs", "gb_agent_research_steps", "gb_agent_research_states",
+		"gb_agent_research_events", "gb_inboxes", "gb_messages", "gb_model_calls"} {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("%s has %d rows left after the delete", table, n)
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// This file is the reconciler of the maintenance pass. At every moment a
+// run is ended, parked with a resume path, or has an unfinished step job;
+// every transaction of the project keeps that true, but a job can still end
+// outside them (River discards a job whose last attempt could not even end
+// its run, an operator deletes one). The reconciler finds the runs that lost
+// their way forward and gives it back, logging each repair and recording it
+// on the tree's timeline.
+
+// reconcileBatch bounds the runs one pass repairs, and resumeMargin is how
+// long after its last sub-agent ended a parked parent may go unresumed.
+const (
+	reconcileBatch = 100
+	resumeMargin   = 5 * time.Second
+)
+
+// unfinishedJobSQL is true when the run r has a step job not finalized.
+const unfinishedJobSQL = `EXISTS (SELECT 1 FROM river_job j
+	WHERE j.args @> jsonb_build_object('run_id', r.id) AND j.kind = '` + StepKind + `' AND j.finalized_at IS NULL)`
+
+// reconcile repairs runs with no way forward: working or queued runs with
+// no unfinished job for longer than a step may take, and parked parents
+// whose awaited sub-agents have all ended but that were not resumed.
+func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
+	horizon := a.config.RescueStuckJobsAfter.Milliseconds()
+	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
+		WHERE r.status IN ('queued', 'working') AND NOT `+unfinishedJobSQL+`
+		  AND coalesce((SELECT max(j.finalized_at) FROM river_job j
+		                WHERE j.args @> jsonb_build_object('run_id', r.id) AND j.kind = $1), r.updated_at)
+		      < now() - $2 * interval '1 millisecond'
+		ORDER BY r.id LIMIT $3`, StepKind, horizon, reconcileBatch)
+	if err != nil {
+		return fmt.Errorf("error finding runs with no job: %w", err)
+	}
+	stranded, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("error finding runs with no job: %w", err)
+	}
+	for _, id := range stranded {
+		if err := a.repairRun(ctx, tx, id, res); err != nil {
+			return err
+		}
+	}
+	rows, err = tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
+		WHERE r.status = 'waiting' AND NOT `+unfinishedJobSQL+`
+		  AND NOT EXISTS (SELECT 1 FROM gb_agent_research_runs c WHERE c.parent_id = r.id
+		                  AND c.status NOT IN ('succeeded', 'failed')
+		                  AND (cardinality(r.wait_names) = 0 OR c.name = ANY(r.wait_names)))
+		  AND coalesce((SELECT max(c.ended_at) FROM gb_agent_research_runs c WHERE c.parent_id = r.id), r.updated_at)
+		      < now() - $1 * interval '1 millisecond'
+		ORDER BY r.id LIMIT $2`, resumeMargin.Milliseconds(), reconcileBatch)
+	if err != nil {
+		return fmt.Errorf("error finding parked runs to resume: %w", err)
+	}
+	parked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("error finding parked runs to resume: %w", err)
+	}
+	for _, id := range parked {
+		if err := a.repairResume(ctx, tx, id, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockForRepair locks the tree of run id and says whether the run still
+// needs a repair of the kind asked: status one of statuses and no
+// unfinished job.
+func (a *Agent) lockForRepair(ctx context.Context, tx pgx.Tx, id int64, statuses ...string) (*Run, error) {
+	seen, err := GetRun(ctx, tx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil // gone meanwhile: nothing to repair
+	}
+	if err != nil {
+		return nil, err
+	}
+	run, err := a.lockTree(ctx, tx, seen)
+	if err != nil || run == nil {
+		return nil, err
+	}
+	ok := false
+	for _, s := range statuses {
+		ok = ok || run.Status == s
+	}
+	var busy bool
+	if err := tx.QueryRow(ctx, `SELECT `+unfinishedJobSQL+` FROM gb_agent_research_runs r WHERE r.id = $1`, id).Scan(&busy); err != nil {
+		return nil, fmt.Errorf("error checking the jobs of run %d: %w", id, err)
+	}
+	if !ok || busy {
+		return nil, nil
+	}
+	return run, nil
+}
+
+// repairRun gives a working run with no job a new step job, or ends it
+// when its last job was discarded with no attempt left.
+func (a *Agent) repairRun(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
+	run, err := a.lockForRepair(ctx, tx, id, StatusQueued, StatusWorking)
+	if err != nil || run == nil {
+		return err
+	}
+	var state, lastErr string
+	var attempt, maxAttempts int
+	err = tx.QueryRow(ctx, `SELECT state::text, attempt, max_attempts, coalesce(errors[cardinality(errors)]->>'error', '')
+		FROM river_job WHERE args @> jsonb_build_object('run_id', $1::bigint) AND kind = $2 ORDER BY id DESC LIMIT 1`,
+		id, StepKind).Scan(&state, &attempt, &maxAttempts, &lastErr)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("error reading the last job of run %d: %w", id, err)
+	}
+	if state == "discarded" && attempt >= maxAttempts {
+		msg := fmt.Sprintf("step %d's job was lost: it was discarded after %d attempts", run.Steps+1, attempt)
+		if lastErr != "" {
+			msg += " (last error: " + oneLine(lastErr, 300) + ")"
+		}
+		return a.endLost(ctx, tx, id, msg, res)
+	}
+	why := "its step job was " + state
+	if state == "" {
+		why = "it had no step job"
+	}
+	a.logger.WarnContext(ctx, "repairing a run with no step job", "run_id", id, "step", run.Steps+1, "why", why)
+	if err := a.enqueueStep(ctx, tx, id, run.Steps+1); err != nil {
+		return err
+	}
+	res.Repaired++
+	return addEvent(ctx, tx, run, EventRepaired, map[string]any{"action": "new step job", "step": run.Steps + 1, "why": why})
+}
+
+// repairResume resumes a parked parent whose awaited sub-agents all ended.
+func (a *Agent) repairResume(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
+	run, err := a.lockForRepair(ctx, tx, id, StatusWaiting)
+	if err != nil || run == nil {
+		return err
+	}
+	a.logger.WarnContext(ctx, "resuming a parked run that lost its resume", "run_id", id)
+	if err := a.maybeResume(ctx, tx, id); err != nil {
+		return err
+	}
+	res.Resumed++
+	return addEvent(ctx, tx, run, EventRepaired, map[string]any{"action": "resumed",
+		"why": "its awaited sub-agents had all ended but it had no resume job"})
+}
+
+// endLost ends a run whose step job was lost with no attempt left, in the
+// caller's transaction, with an error that says so.
+func (a *Agent) endLost(ctx context.Context, tx pgx.Tx, id int64, msg string, res *MaintainResult) error {
+	seen, err := GetRun(ctx, tx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil // deleted: nothing to end
+	}
+	if err != nil {
+		return err
+	}
+	run, err := a.lockTree(ctx, tx, seen)
+	if err != nil || run == nil || run.Ended() {
+		return err
+	}
+	a.logger.WarnContext(ctx, "ending a run whose step job was lost", "run_id", id, "error", msg)
+	if err := a.endRun(ctx, tx, run, StatusFailed, "", msg, 0); err != nil {
+		return err
+	}
+	res.Lost++
+	return addEvent(ctx, tx, run, EventRepaired, map[string]any{"action": "ended", "why": msg})
+}
