@@ -100,8 +100,9 @@ type Agent struct {
 	fault     func(point string)
 	river     *river.Client[pgx.Tx]
 
-	mu      sync.Mutex
-	working *working // set between begin and end (lifecycle.go)
+	mu       sync.Mutex
+	working  *working             // set between begin and end (lifecycle.go)
+	suspects map[string]time.Time // workers seen without their liveness lock, since when
 }
 
 // Points of a step where a fault hook (Deps.Fault) is called.

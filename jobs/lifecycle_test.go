@@ -148,6 +148,10 @@ func TestMaintenanceDiscardOfADeadWorkersLastAttemptEndsTheRun(t *testing.T) {
 		WHERE args @> jsonb_build_object('run_id', $1::bigint)`, run.ID); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := b.agent.Maintain(ctx, jobs.MaintainParams{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(jobs.LivenessConfirm)
 	res, err := b.agent.Maintain(ctx, jobs.MaintainParams{})
 	if err != nil {
 		t.Fatal(err)

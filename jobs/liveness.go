@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +30,10 @@ const (
 	// worker's liveness is checked.
 	livenessGrace = 2 * time.Second
 )
+
+// LivenessConfirm is how long a worker's liveness lock must stay free
+// before the worker is taken for dead.
+const LivenessConfirm = 3 * time.Second
 
 // liveness holds a worker's liveness lock until released.
 type liveness struct {
@@ -137,17 +142,41 @@ func (l *liveness) release() {
 }
 
 // deadWorkers returns which of the River clients named in ids hold no
-// liveness lock. Each lock it finds free it holds until tx ends, so that a
-// worker reconnecting meanwhile waits for the rescue to commit.
-func deadWorkers(ctx context.Context, tx pgx.Tx, ids []string) ([]string, error) {
-	var dead []string
+// liveness lock, and have held none for LivenessConfirm: a live worker
+// whose lock's connection the database dropped (a restart) takes it again
+// within that time. Each lock it finds free it holds until tx ends, so that
+// a worker reconnecting meanwhile waits for the rescue to commit. This
+// process's own client is never dead.
+func (a *Agent) deadWorkers(ctx context.Context, tx pgx.Tx, ids []string) ([]string, error) {
+	now := time.Now()
+	free := map[string]bool{}
 	for _, id := range ids {
-		var free bool
-		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1, hashtext($2))", livenessLockSpace, id).Scan(&free); err != nil {
+		if id == a.river.ID() {
+			continue
+		}
+		var ok bool
+		if err := tx.QueryRow(ctx, "SELECT pg_try_advisory_xact_lock($1, hashtext($2))", livenessLockSpace, id).Scan(&ok); err != nil {
 			return nil, fmt.Errorf("error checking the liveness of worker %s: %w", id, err)
 		}
-		if free {
+		free[id] = ok
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.suspects == nil {
+		a.suspects = map[string]time.Time{}
+	}
+	var dead []string
+	for id, since := range a.suspects {
+		if !free[id] {
+			delete(a.suspects, id)
+		} else if now.Sub(since) >= LivenessConfirm {
 			dead = append(dead, id)
+			delete(a.suspects, id)
+		}
+	}
+	for id, ok := range free {
+		if _, known := a.suspects[id]; ok && !known && !slices.Contains(dead, id) {
+			a.suspects[id] = now
 		}
 	}
 	return dead, nil

@@ -129,7 +129,7 @@ func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, exec riverdriver.Exec
 	if err != nil {
 		return fmt.Errorf("error listing running workers: %w", err)
 	}
-	dead, err := deadWorkers(ctx, tx, workers)
+	dead, err := a.deadWorkers(ctx, tx, workers)
 	if err != nil || len(dead) == 0 {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gbresearch/gb/infra/config"
 	"github.com/gbresearch/gb/infra/db"
+	"github.com/gbresearch/gb/infra/logs"
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/infra/openai"
 	"github.com/gbresearch/gb/jobs/llm"
@@ -122,6 +123,9 @@ func Setup(ctx context.Context, p SetupParams) (*Runtime, error) {
 		return nil, err
 	}
 	rt.Pool = pool
+	if th, ok := rt.Logger.Handler().(*logs.Throttle); ok {
+		th.SetProbe(pool.Ping) // the outage ends when the pool reaches the database again
+	}
 	return rt, nil
 }
 
@@ -178,7 +182,8 @@ func (m recordingModel) Complete(context.Context, llm.Request) (llm.Response, er
 // level. Lambda's own AWS_LAMBDA_LOG_LEVEL still applies: debug records
 // need both.
 func NewLogger(level slog.Level) *slog.Logger {
-	return slog.New(&minLevel{Handler: lambdacontext.NewLogHandler(), min: level})
+	// An outage of the database is logged once, then summarized.
+	return slog.New(logs.NewThrottle(&minLevel{Handler: lambdacontext.NewLogHandler(), min: level}, logs.ThrottleOptions{}))
 }
 
 // minLevel drops records below min.
