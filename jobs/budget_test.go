@@ -83,3 +83,38 @@ func TestTightBudgetHoldsUnderConcurrentSubagents(t *testing.T) {
 		checkBudgetBound(t, b.pool, root.ID, budget)
 	}
 }
+
+func TestUsageOfAStepThatDidNotCommitIsCountedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	ctx := context.Background()
+	// The first step's transaction fails once, after its model call.
+	if _, err := b.pool.Exec(ctx, `
+		CREATE SEQUENCE step_inserts;
+		CREATE FUNCTION fail_first_step() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF nextval('step_inserts') = 1 THEN RAISE EXCEPTION 'the first commit fails'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER fail_first_step BEFORE INSERT ON gb_agent_research_steps
+		FOR EACH ROW EXECUTE FUNCTION fail_first_step()`); err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, b.pool, &scriptModel{fn: func(context.Context, llm.Request) (llm.Message, error) {
+		return llm.Message{Content: "report"}, nil
+	}}, jobs.Config{}, nil)
+	done := waitEnded(t, b.pool, run.ID, 30*time.Second)
+	if done.Status != jobs.StatusSucceeded || done.Steps != 1 {
+		t.Fatalf("%s steps %d %q", done.Status, done.Steps, done.Error)
+	}
+	// Two paid calls (scriptModel: 100 + 10 tokens each), one recorded step.
+	var calls, committed int
+	if err := b.pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE committed) FROM gb_model_calls
+		WHERE run_id = $1 AND status = 'settled'`, run.ID).Scan(&calls, &committed); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || committed != 1 || done.Tokens != 220 {
+		t.Fatalf("calls %d (committed %d), run tokens %d; want 2 calls, 1 committed, 220 tokens", calls, committed, done.Tokens)
+	}
+}
