@@ -59,6 +59,9 @@ type Config struct {
 	// (MaxCompletionTokensDefault); in a tree with a budget it is lowered
 	// to what the budget has left.
 	MaxCompletionTokens int
+	// FetchCacheAge is how long a page an agent of a tree fetched is
+	// reused by the tree's other agents (FetchCacheAgeDefault).
+	FetchCacheAge time.Duration
 	// MaintainInterval is how often a working process runs the
 	// maintenance pass (MaintainIntervalDefault).
 	MaintainInterval time.Duration
@@ -72,6 +75,7 @@ func (c Config) withDefaults() Config {
 	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, c.StepTimeout+RescueMarginDefault)
 	c.MaxCompletionTokens = cmp.Or(c.MaxCompletionTokens, MaxCompletionTokensDefault)
 	c.MaintainInterval = cmp.Or(c.MaintainInterval, MaintainIntervalDefault)
+	c.FetchCacheAge = cmp.Or(c.FetchCacheAge, FetchCacheAgeDefault)
 	return c
 }
 
@@ -98,6 +102,8 @@ type Agent struct {
 	config    Config
 	observer  Observer
 	fault     func(point string)
+	search    Searcher
+	fetch     Fetcher
 	river     *river.Client[pgx.Tx]
 
 	mu       sync.Mutex
@@ -139,6 +145,10 @@ type Deps struct {
 	// Fault, when set, is called at the points of a step named by the
 	// Fault* constants; chaos tests kill the process there.
 	Fault func(point string)
+	// Search and Fetch, when both are set, give every agent the web tools
+	// web_search and fetch.
+	Search Searcher
+	Fetch  Fetcher
 	// Work makes the River client able to work jobs (a worker); without it
 	// the client only inserts (the API and the scheduler).
 	Work bool
@@ -154,6 +164,7 @@ func New(d Deps) (*Agent, error) {
 		return nil, fmt.Errorf("invalid agent config: %w", err)
 	}
 	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer, fault: d.Fault,
+		search: d.Search, fetch: d.Fetch,
 		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})
@@ -182,6 +193,9 @@ func (a *Agent) injectFault(point string) {
 		a.fault(point)
 	}
 }
+
+// web reports whether agents get the web tools.
+func (a *Agent) web() bool { return a.search != nil && a.fetch != nil }
 
 // River returns the agent's River client.
 func (a *Agent) River() *river.Client[pgx.Tx] { return a.river }

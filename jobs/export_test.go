@@ -47,7 +47,12 @@ func (a *Agent) RunToolForTest(ctx context.Context, runID int64, name, args stri
 			return err
 		}
 		env := &toolEnv{agent: a, tx: tx, run: run, step: run.Steps + 1}
-		out, err = a.runTool(ctx, env, llm.ToolCall{ID: "t", Name: name, Arguments: []byte(args)})
+		call := llm.ToolCall{ID: "t", Name: name, Arguments: []byte(args)}
+		reads, err := a.runReads(ctx, run, env.step, []llm.ToolCall{call})
+		if err != nil {
+			return err
+		}
+		out, err = a.toolResult(ctx, env, call, reads[0])
 		return err
 	})
 	return out, err

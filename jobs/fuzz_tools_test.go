@@ -26,6 +26,8 @@ var toolArgs = map[string]func() any{
 	toolListSiblings:  func() any { return new(struct{}) },
 	toolSendMessage:   func() any { return new(sendMessageArgs) },
 	toolReadMessages:  func() any { return new(readMessagesArgs) },
+	toolWebSearch:     func() any { return new(webSearchArgs) },
+	toolFetch:         func() any { return new(fetchArgs) },
 	toolWaitSubagents: func() any {
 		return new(struct {
 			Names []string `json:"names"`

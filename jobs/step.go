@@ -123,8 +123,14 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) error {
 		a.settleLost(ctx, job, run, resp.Usage)
 		return err
 	}
-	if err := a.commitStep(ctx, job, run, prelude, reply, resp.Usage); err != nil {
+	reads, err := a.runReads(ctx, run, step, reply.ToolCalls)
+	if err != nil {
 		a.settleLost(ctx, job, run, resp.Usage)
+		return err
+	}
+	usage := addUsage(resp.Usage, readUsage(reads))
+	if err := a.commitStep(ctx, job, run, prelude, reply, reads, usage); err != nil {
+		a.settleLost(ctx, job, run, usage)
 		return err
 	}
 	a.injectFault(FaultAfterCommit)
@@ -148,7 +154,7 @@ func (a *Agent) findings(ctx context.Context, run *Run) (string, error) {
 // commitStep runs the step's tools and records the step in one transaction,
 // then inserts the next step job, parks the run or ends it.
 func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *Run,
-	prelude []llm.Message, reply llm.Message, usage llm.Usage) error {
+	prelude []llm.Message, reply llm.Message, reads []*readResult, usage llm.Usage) error {
 	step := job.Args.Step
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockTree(ctx, tx, seen)
@@ -171,8 +177,8 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 		}
 		env := &toolEnv{agent: a, tx: tx, run: run, step: step}
 		msgs := append(append([]llm.Message{}, prelude...), reply)
-		for _, call := range reply.ToolCalls {
-			result, err := a.runTool(ctx, env, call)
+		for i, call := range reply.ToolCalls {
+			result, err := a.toolResult(ctx, env, call, reads[i])
 			if err != nil {
 				return err
 			}
@@ -218,6 +224,29 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 		a.injectFault(FaultBeforeCommit)
 		return nil
 	})
+}
+
+// toolResult is the result of one tool call of a step: what a read-only
+// tool produced before the transaction (recorded now, with its sources),
+// or what a tool that runs in the transaction answers.
+func (a *Agent) toolResult(ctx context.Context, env *toolEnv, call llm.ToolCall, r *readResult) (string, error) {
+	if r == nil {
+		return a.runTool(ctx, env, call)
+	}
+	if err := recordSources(ctx, env.tx, env.run, env.step, r.sources); err != nil {
+		return "", err
+	}
+	if err := addEvent(ctx, env.tx, env.run, EventTool, map[string]any{"step": env.step, "tool": call.Name,
+		"error": r.failed}); err != nil {
+		return "", err
+	}
+	return r.text, nil
+}
+
+// addUsage is the sum of two usages.
+func addUsage(a, b llm.Usage) llm.Usage {
+	return llm.Usage{PromptTokens: a.PromptTokens + b.PromptTokens,
+		CompletionTokens: a.CompletionTokens + b.CompletionTokens, CostUSD: a.CostUSD + b.CostUSD}
 }
 
 // lockTree locks the root of the run's tree, then the run itself, so that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -328,10 +329,11 @@ func runCancelSubagent(ctx context.Context, env *toolEnv, raw json.RawMessage) (
 	return fmt.Sprintf("cancelled sub-agent %q (run %d) and its sub-agents", kid.Name, kid.ID), nil
 }
 
+// oneLine joins s's whitespace and cuts it to at most n characters.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
+	if utf8.RuneCountInString(s) > n {
+		return truncateRunes(s, n) + "…"
 	}
 	return s
 }

@@ -28,6 +28,8 @@ const (
 	toolListSiblings   = "list_siblings"
 	toolSendMessage    = "send_message"
 	toolReadMessages   = "read_messages"
+	toolWebSearch      = "web_search"
+	toolFetch          = "fetch"
 )
 
 // toolEnv is what a tool sees: the step's transaction and the locked run.
@@ -54,9 +56,13 @@ func toolErrorf(format string, args ...any) error {
 	return &toolError{msg: fmt.Sprintf(format, args...)}
 }
 
+// tool is one tool of the registry. A read-only tool has read, which runs
+// before the step's transaction (readonly.go); any other has run, which
+// runs inside it with the tree locked.
 type tool struct {
 	spec  llm.ToolSpec
 	state string
+	read  func(ctx context.Context, env *readEnv, args json.RawMessage) (readResult, error)
 	run   func(ctx context.Context, env *toolEnv, args json.RawMessage) (string, error)
 }
 
@@ -232,6 +238,9 @@ func toolsState(calls []llm.ToolCall) string {
 // toolNamesFor lists the tools a run is given, in a stable order.
 func (a *Agent) toolNamesFor(run *Run) []string {
 	names := []string{toolSearch, toolRead, toolRemember}
+	if a.web() {
+		names = append(names, toolWebSearch, toolFetch)
+	}
 	if run.Depth < MaxSubagentDepth {
 		names = append(names, toolSpawnSubagent, toolWaitSubagents, toolCancelSubagent)
 	}
@@ -291,14 +300,14 @@ func init() {
 			Parameters: schema(`{"type":"object","properties":{"query":{"type":"string","description":"keywords, at most 500 characters and 32 words"},` +
 				`"limit":{"type":"integer","minimum":1,"maximum":10}},"required":["query"],"additionalProperties":false}`)},
 		state: StateSearching,
-		run:   runSearch,
+		read:  readSearch,
 	})
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolRead,
 			Description: "Read one document of the knowledge base by its id (from search).",
 			Parameters:  schema(`{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"],"additionalProperties":false}`)},
 		state: StateReading,
-		run:   runRead,
+		read:  readDocument,
 	})
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolRemember,
@@ -332,26 +341,26 @@ func (a *searchArgs) check() error {
 	return nil
 }
 
-func runSearch(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
+func readSearch(ctx context.Context, env *readEnv, raw json.RawMessage) (readResult, error) {
 	var args searchArgs
 	if err := decodeArgs(raw, &args, searchShape); err != nil {
-		return "", err
+		return readResult{}, err
 	}
 	if err := args.check(); err != nil {
-		return "", err
+		return readResult{}, err
 	}
-	hits, err := kb.Search(ctx, env.tx, env.run.Dataset, args.Query, args.Limit)
+	hits, err := kb.Search(ctx, env.agent.pool, env.run.Dataset, args.Query, args.Limit)
 	if err != nil {
-		return "", err
+		return readResult{}, err
 	}
 	if len(hits) == 0 {
-		return fmt.Sprintf("No documents match %q. Try other words.", args.Query), nil
+		return readResult{text: fmt.Sprintf("No documents match %q. Try other words.", args.Query)}, nil
 	}
 	var b strings.Builder
 	for _, h := range hits {
 		fmt.Fprintf(&b, "[id %d] %s (%s)\n%s\n\n", h.ID, h.Title, h.Source, h.Snippet)
 	}
-	return strings.TrimSpace(b.String()), nil
+	return readResult{text: strings.TrimSpace(b.String())}, nil
 }
 
 // readArgs are the arguments of read.
@@ -361,19 +370,19 @@ type readArgs struct {
 
 const readShape = `{"id": document id}`
 
-func runRead(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
+func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readResult, error) {
 	var args readArgs
 	if err := decodeArgs(raw, &args, readShape); err != nil {
-		return "", err
+		return readResult{}, err
 	}
-	d, err := kb.Read(ctx, env.tx, env.run.Dataset, args.ID)
+	d, err := kb.Read(ctx, env.agent.pool, env.run.Dataset, args.ID)
 	if errors.Is(err, kb.ErrNotFound) {
-		return "", toolErrorf("no document with id %d in this research's knowledge base; use an id from search", args.ID)
+		return readResult{}, toolErrorf("no document with id %d in this research's knowledge base; use an id from search", args.ID)
 	}
 	if err != nil {
-		return "", err
+		return readResult{}, err
 	}
-	return fmt.Sprintf("[id %d] %s (%s)\n\n%s", d.ID, d.Title, d.Source, d.Body), nil
+	return readResult{text: fmt.Sprintf("[id %d] %s (%s)\n\n%s", d.ID, d.Title, d.Source, d.Body)}, nil
 }
 
 // rememberArgs are the arguments of remember.

@@ -1,0 +1,127 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Kinds of a source.
+const (
+	// SourceFetch is a page a run fetched.
+	SourceFetch = "fetch"
+	// SourceResult is a search result a run was shown.
+	SourceResult = "result"
+)
+
+// FetchCacheAgeDefault is how long a page one agent of a tree fetched is
+// reused by the others instead of fetched again.
+const FetchCacheAgeDefault = time.Hour
+
+// maxCachedBody bounds the text of a page kept for the tree's cache.
+const maxCachedBody = 1 << 20
+
+// Source is one page a run fetched or one search result it was shown.
+type Source struct {
+	RunID        int64     `json:"run_id"`
+	Step         int       `json:"step"`
+	Kind         string    `json:"kind"`
+	URL          string    `json:"url"`
+	RequestedURL string    `json:"requested_url,omitempty"`
+	Title        string    `json:"title"`
+	Status       int       `json:"status"`
+	Bytes        int64     `json:"bytes"`
+	ContentType  string    `json:"content_type,omitempty"`
+	Error        string    `json:"error,omitempty"`
+	Cached       bool      `json:"cached"`
+	At           time.Time `json:"at"`
+	// body is the readable text of a fresh fetch, kept for the cache.
+	body *string
+}
+
+// recordSources records what a step read, in the step's transaction.
+func recordSources(ctx context.Context, tx pgx.Tx, run *Run, step int, sources []Source) error {
+	if len(sources) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(sources))
+	for i, s := range sources {
+		var body *string
+		if s.body != nil {
+			b := clean(truncateRunes(*s.body, maxCachedBody))
+			body = &b
+		}
+		rows[i] = []any{run.RootID, run.ID, step, s.Kind, clean(s.URL), clean(s.RequestedURL), clean(s.Title),
+			s.Status, s.Bytes, clean(s.ContentType), clean(s.Error), s.Cached, body}
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"gb_sources"},
+		[]string{"root_id", "run_id", "step", "kind", "url", "requested_url", "title", "status", "bytes",
+			"content_type", "error", "cached", "body"}, pgx.CopyFromRows(rows))
+	if err != nil {
+		return fmt.Errorf("error recording sources of run %d: %w", run.ID, err)
+	}
+	return nil
+}
+
+// cachedPage returns the text of a page an agent of the tree fetched
+// within age, or ok false.
+func cachedPage(ctx context.Context, db DB, rootID int64, url string, age time.Duration) (Source, string, bool, error) {
+	var s Source
+	var body string
+	err := db.QueryRow(ctx, `SELECT url, title, status, bytes, content_type, at, body FROM gb_sources
+		WHERE root_id = $1 AND requested_url = $2 AND kind = 'fetch' AND body IS NOT NULL
+		  AND at > now() - $3 * interval '1 millisecond'
+		ORDER BY id DESC LIMIT 1`, rootID, url, age.Milliseconds()).
+		Scan(&s.URL, &s.Title, &s.Status, &s.Bytes, &s.ContentType, &s.At, &body)
+	if err == pgx.ErrNoRows {
+		return s, "", false, nil
+	}
+	if err != nil {
+		return s, "", false, fmt.Errorf("error reading the fetch cache: %w", err)
+	}
+	return s, body, true, nil
+}
+
+// Sources lists what a run read, or with tree set what every agent of the
+// run's tree read, oldest first.
+func Sources(ctx context.Context, db DB, run *Run, tree bool) ([]Source, error) {
+	col, id := "run_id", run.ID
+	if tree {
+		col, id = "root_id", run.RootID
+	}
+	rows, err := db.Query(ctx, `SELECT run_id, step, kind, url, requested_url, title, status, bytes, content_type,
+			error, cached, at FROM gb_sources WHERE `+col+` = $1 ORDER BY id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("error reading sources: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Source, error) {
+		var s Source
+		err := r.Scan(&s.RunID, &s.Step, &s.Kind, &s.URL, &s.RequestedURL, &s.Title, &s.Status, &s.Bytes,
+			&s.ContentType, &s.Error, &s.Cached, &s.At)
+		return s, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error reading sources: %w", err)
+	}
+	return out, nil
+}
+
+// clean makes text from the web storable: valid UTF-8 and no NUL.
+func clean(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// truncateRunes cuts s to at most n characters.
+func truncateRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
