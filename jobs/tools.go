@@ -263,6 +263,9 @@ func (a *Agent) offers(run *Run, name string) bool {
 // run's place in its tree, the conversation and the tools it may call.
 func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (llm.Request, error) {
 	parts := []string{prompts.Research, prompts.Knowledge}
+	if a.web() {
+		parts = append(parts, prompts.Web)
+	}
 	canSpawn := run.Depth < MaxSubagentDepth
 	if canSpawn {
 		parts = append(parts, prompts.Spawn)

@@ -24,6 +24,14 @@ var (
 	// Messaging explains the sibling tools, for sub-agents.
 	//go:embed messaging.md
 	Messaging string
+	// Web explains the web tools and that pages are untrusted, for agents
+	// that have them.
+	//go:embed web.md
+	Web string
+	// WebSearch is the system prompt of the model call a web search makes
+	// (the openai search provider's); it is not part of an agent's prompt.
+	//go:embed web_search.md
+	WebSearch string
 
 	//go:embed subagent.md
 	subagentText string
