@@ -2,15 +2,12 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/gbresearch/gb/jobs/llm"
 )
 
 // Limits of a research tree, checked in the transaction that would break them.
@@ -37,51 +34,6 @@ const (
 const CancelledByParent = "cancelled: the agent that spawned it ended"
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
-
-func init() {
-	register(&tool{
-		spec: llm.ToolSpec{Name: toolSpawnSubagent,
-			Description: "Start a sub-agent: a research agent of its own for an independent part of your question. Returns at once with its name and run id.",
-			Parameters: schema(`{"type":"object","properties":{` +
-				`"name":{"type":"string","description":"1 to 40 letters, digits, - or _; unique among your sub-agents"},` +
-				`"reason":{"type":"string","description":"why this sub-agent has to exist, in one sentence (at most 300 characters)"},` +
-				`"task":{"type":"string","description":"a self-contained task that says what to bring back (at most 2000 characters)"},` +
-				`"max_steps":{"type":"integer","minimum":1,"maximum":40}},` +
-				`"required":["name","reason","task"],"additionalProperties":false}`)},
-		state: StateSpawning,
-		run:   runSpawn,
-	})
-	register(&tool{
-		spec: llm.ToolSpec{Name: toolWaitSubagents,
-			Description: "Wait until the named sub-agents (default: all of yours) have ended and get their reports, or their errors.",
-			Parameters: schema(`{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"}}},` +
-				`"additionalProperties":false}`)},
-		state: StateWaiting,
-		run:   runWait,
-	})
-	register(&tool{
-		spec: llm.ToolSpec{Name: toolCancelSubagent,
-			Description: "End one of your sub-agents (and its own sub-agents) now, when its work is no longer needed.",
-			Parameters: schema(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],` +
-				`"additionalProperties":false}`)},
-		state: StateSpawning,
-		run:   runCancelSubagent,
-	})
-}
-
-const spawnShape = `{"name": "...", "reason": "...", "task": "...", "max_steps": 1..40}`
-
-func runSpawn(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var p SpawnParams
-	if err := decodeArgs(raw, &p, spawnShape); err != nil {
-		return "", err
-	}
-	child, err := env.agent.spawn(ctx, env.tx, env.run, p)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("started sub-agent %q (run %d): %s", child.Name, child.ID, oneLine(child.Topic, 120)), nil
-}
 
 // SpawnParams are the inputs of a spawn, decoded from spawn_subagent's
 // arguments.
@@ -170,29 +122,6 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 type parkRequest struct {
 	callID string
 	names  []string
-}
-
-func runWait(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		Names []string `json:"names"`
-	}
-	if err := decodeArgs(raw, &args, `{"names": ["name", ...]} or {}`); err != nil {
-		return "", err
-	}
-	if env.park != nil {
-		return "", toolErrorf("wait_subagents may be called once per step")
-	}
-	awaited, err := awaitedChildren(ctx, env.tx, env.run, args.Names)
-	if err != nil {
-		return "", err
-	}
-	for _, c := range awaited {
-		if !c.Ended() {
-			env.park = &parkRequest{callID: env.callID, names: args.Names}
-			return "", nil
-		}
-	}
-	return formatReports(awaited), nil
 }
 
 // awaitedChildren resolves wait_subagents' names to sub-agents of run.
@@ -306,27 +235,6 @@ func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) erro
 		return err
 	}
 	return a.enqueueStep(ctx, tx, parent.ID, parent.Steps+1)
-}
-
-func runCancelSubagent(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		Name string `json:"name"`
-	}
-	if err := decodeArgs(raw, &args, `{"name": "..."}`); err != nil {
-		return "", err
-	}
-	kids, err := awaitedChildren(ctx, env.tx, env.run, []string{args.Name})
-	if err != nil {
-		return "", err
-	}
-	kid := kids[0]
-	if kid.Ended() {
-		return fmt.Sprintf("sub-agent %q (run %d) had already ended: %s", kid.Name, kid.ID, kid.Status), nil
-	}
-	if err := env.agent.endRun(ctx, env.tx, kid, StatusFailed, "", "cancelled by the agent that spawned it", 0); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("cancelled sub-agent %q (run %d) and its sub-agents", kid.Name, kid.ID), nil
 }
 
 // oneLine joins s's whitespace and cuts it to at most n characters.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/gbresearch/gb/jobs/kb"
 	"github.com/gbresearch/gb/jobs/llm"
 	"github.com/gbresearch/gb/jobs/prompts"
 )
@@ -295,130 +294,6 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 }
 
 func schema(s string) json.RawMessage { return json.RawMessage(s) }
-
-func init() {
-	register(&tool{
-		spec: llm.ToolSpec{Name: toolSearch,
-			Description: "Search the knowledge base of this research. Returns ranked documents with id, title, source and a snippet.",
-			Parameters: schema(`{"type":"object","properties":{"query":{"type":"string","description":"keywords, at most 500 characters and 32 words"},` +
-				`"limit":{"type":"integer","minimum":1,"maximum":10}},"required":["query"],"additionalProperties":false}`)},
-		state: StateSearching,
-		read:  readSearch,
-	})
-	register(&tool{
-		spec: llm.ToolSpec{Name: toolRead,
-			Description: "Read one document of the knowledge base by its id (from search).",
-			Parameters:  schema(`{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"],"additionalProperties":false}`)},
-		state: StateReading,
-		read:  readDocument,
-	})
-	register(&tool{
-		spec: llm.ToolSpec{Name: toolRemember,
-			Description: "Store a short note of a finding, with its source, in the knowledge base, where the other agents of this research find it.",
-			Parameters: schema(`{"type":"object","properties":{"title":{"type":"string","description":"at most 200 characters"},` +
-				`"text":{"type":"string","description":"at most 10000 characters"}},` +
-				`"required":["title","text"],"additionalProperties":false}`)},
-		state: StateWriting,
-		run:   runRemember,
-	})
-}
-
-// searchArgs are the arguments of search.
-type searchArgs struct {
-	Query string `json:"query"`
-	Limit int    `json:"limit"`
-}
-
-const searchShape = `{"query": "keywords", "limit": 1..10}`
-
-// check trims the query, checks it and fills the default limit.
-func (a *searchArgs) check() error {
-	a.Query = strings.TrimSpace(a.Query)
-	if err := kb.CheckQuery(a.Query); err != nil {
-		return &toolError{msg: err.Error()}
-	}
-	if a.Limit < 0 || a.Limit > kb.MaxResults {
-		return toolErrorf("limit must be 1 to %d", kb.MaxResults)
-	}
-	a.Limit = cmpOr(a.Limit, 5)
-	return nil
-}
-
-func readSearch(ctx context.Context, env *readEnv, raw json.RawMessage) (readResult, error) {
-	var args searchArgs
-	if err := decodeArgs(raw, &args, searchShape); err != nil {
-		return readResult{}, err
-	}
-	if err := args.check(); err != nil {
-		return readResult{}, err
-	}
-	hits, err := kb.Search(ctx, env.agent.pool, env.run.Dataset, args.Query, args.Limit)
-	if err != nil {
-		return readResult{}, err
-	}
-	if len(hits) == 0 {
-		return readResult{text: fmt.Sprintf("No documents match %q. Try other words.", args.Query)}, nil
-	}
-	var b strings.Builder
-	for _, h := range hits {
-		fmt.Fprintf(&b, "[id %d] %s (%s)\n%s\n\n", h.ID, h.Title, h.Source, h.Snippet)
-	}
-	return readResult{text: strings.TrimSpace(b.String())}, nil
-}
-
-// readArgs are the arguments of read.
-type readArgs struct {
-	ID int64 `json:"id"`
-}
-
-const readShape = `{"id": document id}`
-
-func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readResult, error) {
-	var args readArgs
-	if err := decodeArgs(raw, &args, readShape); err != nil {
-		return readResult{}, err
-	}
-	d, err := kb.Read(ctx, env.agent.pool, env.run.Dataset, args.ID)
-	if errors.Is(err, kb.ErrNotFound) {
-		return readResult{}, toolErrorf("no document with id %d in this research's knowledge base; use an id from search", args.ID)
-	}
-	if err != nil {
-		return readResult{}, err
-	}
-	return readResult{text: fmt.Sprintf("[id %d] %s (%s)\n\n%s", d.ID, d.Title, d.Source, d.Body)}, nil
-}
-
-// rememberArgs are the arguments of remember.
-type rememberArgs struct {
-	Title string `json:"title"`
-	Text  string `json:"text"`
-}
-
-const rememberShape = `{"title": "...", "text": "..."}`
-
-// check trims the title and the text and checks their lengths.
-func (a *rememberArgs) check() error {
-	a.Title, a.Text = strings.TrimSpace(a.Title), strings.TrimSpace(a.Text)
-	if err := checkText("title", a.Title, kb.MaxTitleLen); err != nil {
-		return err
-	}
-	return checkText("text", a.Text, kb.MaxNoteLen)
-}
-
-func runRemember(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args rememberArgs
-	if err := decodeArgs(raw, &args, rememberShape); err != nil {
-		return "", err
-	}
-	if err := args.check(); err != nil {
-		return "", err
-	}
-	id, err := kb.Remember(ctx, env.tx, env.run.Dataset, env.run.ID, args.Title, args.Text)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("Remembered as document %d.", id), nil
-}
 
 func cmpOr(v, def int) int {
 	if v == 0 {

@@ -1,0 +1,87 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gbresearch/gb/jobs/llm"
+	"github.com/gbresearch/gb/messenger"
+)
+
+// The tool send_message puts a message in a sibling's inbox, in the step's transaction.
+
+func init() {
+	register(&tool{
+		spec: llm.ToolSpec{Name: toolSendMessage,
+			Description: "Send a short message to a sibling by name. Returns at once; it does not wait for a reply.",
+			Parameters: schema(`{"type":"object","properties":{"to":{"type":"string"},` +
+				`"text":{"type":"string","description":"at most 10000 characters"}},"required":["to","text"],"additionalProperties":false}`)},
+		state: StateMessaging,
+		run:   runSendMessage,
+	})
+}
+
+// sendMessageArgs are the arguments of send_message.
+type sendMessageArgs struct {
+	To   string `json:"to"`
+	Text string `json:"text"`
+}
+
+const sendMessageShape = `{"to": "sibling name", "text": "..."}`
+
+// check trims the text and checks its length.
+func (a *sendMessageArgs) check() error {
+	a.Text = strings.TrimSpace(a.Text)
+	return checkText("text", a.Text, MaxMessageLen)
+}
+
+func runSendMessage(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
+	var args sendMessageArgs
+	if err := decodeArgs(raw, &args, sendMessageShape); err != nil {
+		return "", err
+	}
+	if err := args.check(); err != nil {
+		return "", err
+	}
+	if args.To == env.run.Name {
+		return "", toolErrorf("you cannot message yourself")
+	}
+	sibs, err := siblings(ctx, env.tx, env.run)
+	if err != nil {
+		return "", err
+	}
+	var to *Run
+	var names []string
+	for _, s := range sibs {
+		names = append(names, s.Name)
+		if s.Name == args.To {
+			to = s
+		}
+	}
+	if to == nil {
+		if len(names) == 0 {
+			return "", toolErrorf("%q is not a sibling of yours; you have no siblings now", args.To)
+		}
+		return "", toolErrorf("%q is not a sibling of yours; your siblings are: %s", args.To, strings.Join(names, ", "))
+	}
+	if to.Ended() {
+		return "", toolErrorf("%s has ended: its inbox is gone and the message was not delivered", to.Name)
+	}
+	err = messenger.SendMessage(ctx, env.agent.messenger.InTx(env.tx), messenger.Message{
+		From: env.run.ID, FromName: env.run.Name, To: to.ID, Text: args.Text})
+	switch {
+	case errors.Is(err, messenger.ErrNoInbox):
+		return "", toolErrorf("%s has ended: its inbox is gone and the message was not delivered", to.Name)
+	case errors.Is(err, messenger.ErrInboxFull):
+		return "", toolErrorf("%s's inbox is full (%d unread messages); the message was not delivered", to.Name, messenger.InboxSize)
+	case err != nil:
+		return "", err
+	}
+	if err := addEvent(ctx, env.tx, env.run, EventMessage, map[string]any{"to": to.Name, "to_run": to.ID}); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("sent to %s (run %d)", to.Name, to.ID), nil
+}
