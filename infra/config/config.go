@@ -2,7 +2,8 @@
 // a getenv function a test can hand in, and validates them with errors that
 // name the variable and what it allows.
 //
-// It may import jobs, infra/offline and infra/openai.
+// It may import jobs, infra/fetch, infra/offline, infra/openai and
+// infra/search.
 package config
 
 import (
@@ -12,8 +13,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/gbresearch/gb/infra/fetch"
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/infra/openai"
+	"github.com/gbresearch/gb/infra/search"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -35,6 +38,9 @@ const (
 	EnvOfflineDelay      = "GB_OFFLINE_DELAY"
 	EnvLogLevel          = "GB_LOG_LEVEL"
 	EnvWorkerFunction    = "WORKER_FUNCTION_NAME"
+	// EnvSearchSecretARN is the Secrets Manager secret holding the search
+	// provider's key, in the Lambdas (instead of GB_SEARCH_API_KEY).
+	EnvSearchSecretARN = "GB_SEARCH_SECRET_ARN"
 )
 
 // Config is the service's settings.
@@ -53,6 +59,15 @@ type Config struct {
 	OfflineDelay      time.Duration
 	LogLevel          slog.Level
 	WorkerFunction    string
+	// Search is the web search provider's settings (GB_SEARCH_*); no
+	// provider means no web tools.
+	Search          search.Config
+	SearchSecretARN string
+	// FetchAllow and FetchPorts widen what fetch may reach
+	// (GB_FETCH_ALLOW, GB_FETCH_PORTS); both are for tests and local
+	// development.
+	FetchAllow []fetch.Rule
+	FetchPorts []uint16
 }
 
 // Error is an invalid setting.
@@ -117,6 +132,20 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, &Error{EnvLogLevel, fmt.Sprintf("%q must be debug, info, warn or error", v)})
 		}
 	}
+	c.Search, c.SearchSecretARN = search.ConfigFromEnv(getenv), getenv(EnvSearchSecretARN)
+	if c.SearchSecretARN == "" || c.Search.APIKey != "" {
+		// With a secret, the key is read at start (infra/aws), then checked.
+		if _, err := search.New(c.Search); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var err error
+	if c.FetchAllow, err = fetch.ParseAllow(getenv(fetch.EnvAllow)); err != nil {
+		errs = append(errs, err)
+	}
+	if c.FetchPorts, err = fetch.ParsePorts(getenv(fetch.EnvPorts)); err != nil {
+		errs = append(errs, err)
+	}
 	if c.DatabaseURL == "" && c.DatabaseSecretARN == "" {
 		errs = append(errs, &Error{EnvDatabaseURL, "is required (or DATABASE_SECRET_ARN); locally, run infra/pg.sh start"})
 	}
@@ -126,6 +155,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 // Agent returns the agent settings of the config.
 func (c Config) Agent() jobs.Config {
 	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens}
+}
+
+// NewWeb returns the web search provider and page fetcher the settings ask
+// for, or nil and nil when no provider is configured (no web tools).
+func (c Config) NewWeb(logger *slog.Logger) (jobs.Searcher, jobs.Fetcher, error) {
+	sc := c.Search
+	sc.Options.Logger = logger
+	s, err := search.New(sc)
+	if err != nil || s == nil {
+		return nil, nil, err
+	}
+	return s, fetch.New(fetch.Config{Allow: c.FetchAllow, Ports: c.FetchPorts, Logger: logger}), nil
 }
 
 // NewModel returns the model the settings ask for: the OpenAI-compatible
