@@ -70,8 +70,14 @@ func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
 		pool.Close()
 		return nil, err
 	}
+	searcher, fetcher, err := cfg.NewWeb(logger)
+	if err != nil {
+		_ = listener.Stop(ctx)
+		pool.Close()
+		return nil, err
+	}
 	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(),
-		Fault: fault, Work: true})
+		Fault: fault, Search: searcher, Fetch: fetcher, Work: true})
 	if err == nil {
 		err = agent.Start(ctx)
 	}
