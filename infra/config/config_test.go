@@ -51,3 +51,35 @@ func TestFromEnvReadsSettingsAndPicksTheModel(t *testing.T) {
 		t.Fatalf("with a key: %v %v", m, err)
 	}
 }
+
+func TestFromEnvChecksTheWebSettings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		name string
+	}{
+		{map[string]string{"GB_SEARCH_PROVIDER": "bing"}, "GB_SEARCH_PROVIDER"},
+		{map[string]string{"GB_SEARCH_PROVIDER": "searxng"}, "GB_SEARCH_URL"},
+		{map[string]string{"GB_SEARCH_PROVIDER": "brave"}, "GB_SEARCH_API_KEY"},
+		{map[string]string{"GB_SEARCH_API_KEY": "k"}, "GB_SEARCH_PROVIDER"},
+		{map[string]string{"GB_FETCH_ALLOW": "localhost"}, "GB_FETCH_ALLOW"},
+	} {
+		tc.env[EnvDatabaseURL] = "postgres://x"
+		_, err := FromEnv(env(tc.env))
+		if err == nil || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%v: error %v does not name %s", tc.env, err, tc.name)
+		}
+	}
+	c, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x", "GB_SEARCH_PROVIDER": "searxng",
+		"GB_SEARCH_URL": "http://127.0.0.1:8888", "GB_FETCH_ALLOW": "127.0.0.1/32:18000-18999"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, f, err := c.NewWeb(nil)
+	if err != nil || s == nil || f == nil {
+		t.Fatalf("web tools not built: %v %v %v", s, f, err)
+	}
+	if s, f, err := (Config{}).NewWeb(nil); s != nil || f != nil || err != nil {
+		t.Fatalf("no provider must mean no web tools: %v %v %v", s, f, err)
+	}
+}
