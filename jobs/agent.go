@@ -32,6 +32,8 @@ const (
 	// MaintainIntervalDefault is how often a working process rescues the
 	// jobs of dead workers and repairs runs with no way forward.
 	MaintainIntervalDefault = 2 * time.Second
+	// MaxReportCharsDefault caps a sub-agent's report in a wait result.
+	MaxReportCharsDefault = 4000
 	// unavailableRetry is how soon a step that could not reach the
 	// database runs again.
 	unavailableRetry = time.Second
@@ -59,6 +61,10 @@ type Config struct {
 	// (MaxCompletionTokensDefault); in a tree with a budget it is lowered
 	// to what the budget has left.
 	MaxCompletionTokens int
+	// MaxReportChars caps each sub-agent's report in its parent's
+	// wait_subagents result (MaxReportCharsDefault); read_report pages
+	// through the rest.
+	MaxReportChars int
 	// FetchCacheAge is how long a page an agent of a tree fetched is
 	// reused by the tree's other agents (FetchCacheAgeDefault).
 	FetchCacheAge time.Duration
@@ -76,6 +82,7 @@ func (c Config) withDefaults() Config {
 	c.MaxCompletionTokens = cmp.Or(c.MaxCompletionTokens, MaxCompletionTokensDefault)
 	c.MaintainInterval = cmp.Or(c.MaintainInterval, MaintainIntervalDefault)
 	c.FetchCacheAge = cmp.Or(c.FetchCacheAge, FetchCacheAgeDefault)
+	c.MaxReportChars = cmp.Or(c.MaxReportChars, MaxReportCharsDefault)
 	return c
 }
 

@@ -28,6 +28,7 @@ var toolArgs = map[string]func() any{
 	toolReadMessages:  func() any { return new(readMessagesArgs) },
 	toolWebSearch:     func() any { return new(webSearchArgs) },
 	toolFetch:         func() any { return new(fetchArgs) },
+	toolReadReport:    func() any { return new(readReportArgs) },
 	toolWaitSubagents: func() any {
 		return new(struct {
 			Names []string `json:"names"`

@@ -139,10 +139,12 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		if working >= MaxWorkingPerUser {
 			return ErrTooManyWorking
 		}
-		run, err = scanRun(tx.QueryRow(ctx, `WITH n AS (SELECT nextval('gb_agent_research_runs_id_seq') AS id)
-			INSERT INTO gb_agent_research_runs (id, root_id, user_id, topic, model, dataset, max_steps,
+		// root_id is left out: the gb_runs_root_default trigger sets it to
+		// the new id, so this statement calls no sequence function (which
+		// would pin an RDS Proxy session).
+		run, err = scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
 				max_cost_usd, max_tokens, schedule_key)
-			SELECT n.id, n.id, $1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, '') FROM n
+			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''))
 			RETURNING `+runColumns,
 			p.UserID, p.Topic, a.model.Name(), p.Dataset, p.MaxSteps, p.MaxCostUSD, p.MaxTokens, p.ScheduleKey))
 		if err != nil {

@@ -148,7 +148,7 @@ func (a *Agent) findings(ctx context.Context, run *Run) (string, error) {
 		return "", err
 	}
 	return "The budget ran out before this agent could write its report. Its sub-agents reported:\n\n" +
-		formatReports(kids), nil
+		formatReports(kids, a.config.MaxReportChars), nil
 }
 
 // commitStep runs the step's tools and records the step in one transaction,

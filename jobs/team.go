@@ -153,13 +153,20 @@ func awaitedChildren(ctx context.Context, db DB, run *Run, names []string) ([]*R
 	return out, nil
 }
 
-// formatReports renders the result of wait_subagents.
-func formatReports(runs []*Run) string {
+// formatReports renders the result of wait_subagents: each sub-agent's
+// status and its report, or its error, each report cut to max characters
+// with a line that says how to read the rest (read_report).
+func formatReports(runs []*Run, max int) string {
 	var b strings.Builder
 	for _, r := range runs {
 		fmt.Fprintf(&b, "## %s (run %d): %s\n", r.Name, r.ID, r.Status)
 		if r.Status == StatusSucceeded {
-			b.WriteString(r.Report)
+			part, left := pageSlice(r.Report, 0, max)
+			b.WriteString(part)
+			if left > 0 {
+				fmt.Fprintf(&b, "\n[%d more characters of this report left out: call read_report with "+
+					"{\"name\": %q, \"offset\": %d} to read on]", left, r.Name, utf8.RuneCountInString(part))
+			}
 		} else {
 			b.WriteString("error: " + r.Error)
 		}
@@ -177,7 +184,7 @@ func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string)
 		}
 		return "", err
 	}
-	return formatReports(awaited), nil
+	return formatReports(awaited, a.config.MaxReportChars), nil
 }
 
 // park makes the run wait for sub-agents: no job, no worker. The

@@ -40,5 +40,5 @@ func runWait(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, er
 			return "", nil
 		}
 	}
-	return formatReports(awaited), nil
+	return formatReports(awaited, env.agent.config.MaxReportChars), nil
 }

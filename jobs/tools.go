@@ -29,6 +29,7 @@ const (
 	toolReadMessages   = "read_messages"
 	toolWebSearch      = "web_search"
 	toolFetch          = "fetch"
+	toolReadReport     = "read_report"
 )
 
 // toolEnv is what a tool sees: the step's transaction and the locked run.
@@ -241,7 +242,7 @@ func (a *Agent) toolNamesFor(run *Run) []string {
 		names = append(names, toolWebSearch, toolFetch)
 	}
 	if run.Depth < MaxSubagentDepth {
-		names = append(names, toolSpawnSubagent, toolWaitSubagents, toolCancelSubagent)
+		names = append(names, toolSpawnSubagent, toolWaitSubagents, toolCancelSubagent, toolReadReport)
 	}
 	if !run.IsRoot() && a.messenger != nil {
 		names = append(names, toolListSiblings, toolSendMessage, toolReadMessages)
