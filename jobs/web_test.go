@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/llm"
@@ -85,22 +87,8 @@ func TestWebToolsRecordSourcesPageAndShareTheCache(t *testing.T) {
 			return llm.Message{Content: "report [1]\n\nSources\n[1] https://a.example/long"}, nil
 		}
 	}}
-	pool := dbtest.NewPool(t)
-	loadDocs(t, pool)
-	a, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Search: web, Fetch: web, Work: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := setupOn(t, pool, setupOpts{noWork: true})
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	pool, run := startWebResearch(t, model, web, nil, "q")
 	ctx := context.Background()
-	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "q"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := waitEnded(t, pool, run.ID, 30*time.Second)
 	if done.Status != jobs.StatusSucceeded {
 		t.Fatalf("%s %q", done.Status, done.Error)
@@ -215,22 +203,9 @@ func TestSlowFetchDoesNotDelayASiblingsCommits(t *testing.T) {
 		}
 		return llm.Message{Content: "done"}, nil
 	}}
-	pool := dbtest.NewPool(t)
 	times := &spanRecorder{started: map[[2]int64]time.Time{}, took: map[int64][]runSpan{}}
-	a, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Search: web, Fetch: web, Observer: times, Work: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := setupOn(t, pool, setupOpts{noWork: true})
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	pool, root := startWebResearch(t, model, web, times, "root")
 	ctx := context.Background()
-	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if done := waitEnded(t, pool, root.ID, 60*time.Second); done.Status != jobs.StatusSucceeded {
 		t.Fatalf("%s %q", done.Status, done.Error)
 	}
@@ -267,4 +242,25 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// startWebResearch starts a working agent with web tools over web on a
+// fresh database, and a research on topic.
+func startWebResearch(t *testing.T, model llm.Model, web *fakeWeb, obs jobs.Observer, topic string) (*pgxpool.Pool, *jobs.Run) {
+	t.Helper()
+	pool := dbtest.NewPool(t)
+	b := setupOn(t, pool, setupOpts{noWork: true})
+	a, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Search: web, Fetch: web, Observer: obs, Work: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, run
 }
