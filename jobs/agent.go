@@ -111,6 +111,7 @@ type Agent struct {
 	fault     func(point string)
 	search    Searcher
 	fetch     Fetcher
+	types     *Types
 	river     *river.Client[pgx.Tx]
 
 	mu       sync.Mutex
@@ -156,6 +157,9 @@ type Deps struct {
 	// web_search and fetch.
 	Search Searcher
 	Fetch  Fetcher
+	// Types is the registry of sub-agent types; nil means the built-in
+	// ones (LoadTypes("")).
+	Types *Types
 	// Work makes the River client able to work jobs (a worker); without it
 	// the client only inserts (the API and the scheduler).
 	Work bool
@@ -175,6 +179,14 @@ func New(d Deps) (*Agent, error) {
 		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})
+	river.AddWorker(workers, &timeoutWorker{agent: a})
+	if a.types = d.Types; a.types == nil {
+		types, err := LoadTypes("")
+		if err != nil {
+			return nil, err
+		}
+		a.types = types
+	}
 	rc := &river.Config{
 		Workers:              workers,
 		JobTimeout:           cfg.StepTimeout,
@@ -261,6 +273,12 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	err := w.agent.safeStep(ctx, job)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, errWallClock) {
+		// The run reached its cap mid-step: it ends timed_out.
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return w.agent.endTimedOut(ectx, job.Args.RunID, func(tx pgx.Tx) error { return completeJob(ectx, tx, job) })
 	}
 	if interrupted(ctx) {
 		// A snooze puts the job back at once without counting the attempt,

@@ -20,9 +20,12 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 		return err
 	}
 	report = strings.ReplaceAll(report, "\x00", "") // text columns refuse NUL
-	state := StateDone
-	if status == StatusFailed {
-		state = StateFailed
+	state, kind := StateDone, EventCompleted
+	switch status {
+	case StatusFailed:
+		state, kind = StateFailed, EventFailed
+	case StatusTimedOut:
+		state, kind = StateTimedOut, EventTimedOut
 	}
 	_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs
 		SET status = $2, state = $3, report = $4, error = $5, ended_at = clock_timestamp(), updated_at = now(),
@@ -40,10 +43,6 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 	}
 	if err := a.cancelJobs(ctx, tx, []int64{run.ID}, self); err != nil {
 		return err
-	}
-	kind := EventCompleted
-	if status == StatusFailed {
-		kind = EventFailed
 	}
 	if err := addEvent(ctx, tx, run, kind, map[string]any{"error": errText, "steps": run.Steps}); err != nil {
 		return err
@@ -63,7 +62,7 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, runID int64, e
 			UNION ALL
 			SELECT r.id, t.level + 1 FROM gb_agent_research_runs r JOIN tree t ON r.parent_id = t.id)
 		SELECT `+runColumns+` FROM gb_agent_research_runs
-		WHERE id IN (SELECT id FROM tree) AND status NOT IN ('succeeded', 'failed')
+		WHERE id IN (SELECT id FROM tree) AND status NOT IN ('succeeded', 'failed', 'timed_out')
 		ORDER BY depth DESC, id`, runID)
 	if err != nil {
 		return err
@@ -95,7 +94,8 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, runID int64, e
 	return a.cancelJobs(ctx, tx, ids, 0)
 }
 
-// cancelJobs cancels the unfinished step jobs of runs but the job self:
+// cancelJobs cancels the unfinished step and timeout jobs of runs but the
+// job self:
 // queued ones never run, and a running one has its context cancelled
 // through River (its commit would find the run ended anyway). It finds
 // them through the GIN index on the jobs' args, since it runs under the
@@ -103,8 +103,8 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, runID int64, e
 func (a *Agent) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, self int64) error {
 	rows, err := tx.Query(ctx, `SELECT j.id FROM unnest($2::bigint[]) AS r(id)
 		CROSS JOIN LATERAL (SELECT id FROM river_job
-			WHERE args @> jsonb_build_object('run_id', r.id) AND kind = $1 AND finalized_at IS NULL AND id <> $3) j`,
-		StepKind, runIDs, self)
+			WHERE args @> jsonb_build_object('run_id', r.id) AND kind = ANY($1) AND finalized_at IS NULL AND id <> $3) j`,
+		[]string{StepKind, TimeoutKind}, runIDs, self)
 	if err != nil {
 		return fmt.Errorf("error finding jobs to cancel: %w", err)
 	}

@@ -54,10 +54,11 @@ func queueAtLastAttempt(t *testing.T, b *testBundle) *jobs.Run {
 	return run
 }
 
+// jobStates lists the state and attempt of each step job of a run.
 func jobStates(t *testing.T, pool *pgxpool.Pool, runID int64) []string {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT state::text || ':' || attempt FROM river_job
-		WHERE args @> jsonb_build_object('run_id', $1::bigint) ORDER BY id`, runID)
+		WHERE args @> jsonb_build_object('run_id', $1::bigint) AND kind = 'gb_step' ORDER BY id`, runID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ const (
 	StatusWaiting   = "waiting"
 	StatusSucceeded = "succeeded"
 	StatusFailed    = "failed"
+	// StatusTimedOut: a sub-agent ran past its type's wall-clock cap.
+	StatusTimedOut = "timed_out"
 )
 
 // Agent states, recorded in the run's state history as they change.
@@ -31,6 +33,7 @@ const (
 	StateMessaging = "messaging"
 	StateDone      = "done"
 	StateFailed    = "failed"
+	StateTimedOut  = "timed_out"
 )
 
 // ErrNotFound is returned for a run that does not exist or that the caller
@@ -46,45 +49,51 @@ type DB interface {
 
 // Run is one agent: a root research or a sub-agent.
 type Run struct {
-	ID               int64      `json:"id"`
-	UserID           int64      `json:"-"`
-	ParentID         *int64     `json:"parent_id"`
-	RootID           int64      `json:"root_id"`
-	Depth            int        `json:"depth"`
-	Name             string     `json:"name"`
-	Reason           string     `json:"reason"`
-	Topic            string     `json:"topic"`
-	Model            string     `json:"model"`
-	Dataset          string     `json:"dataset"`
-	Status           string     `json:"status"`
-	State            string     `json:"state"`
-	MaxSteps         int        `json:"max_steps"`
-	Steps            int        `json:"steps"`
-	PromptTokens     int64      `json:"prompt_tokens"`
-	CompletionTokens int64      `json:"completion_tokens"`
-	Tokens           int64      `json:"tokens"`
-	CostUSD          float64    `json:"cost_usd"`
-	MaxCostUSD       *float64   `json:"max_cost_usd,omitempty"`
-	MaxTokens        *int64     `json:"max_tokens,omitempty"`
-	WaitNames        []string   `json:"-"`
-	WaitCallID       string     `json:"-"`
-	Report           string     `json:"report"`
-	Error            string     `json:"error"`
-	CreatedAt        time.Time  `json:"created_at"`
-	StartedAt        *time.Time `json:"started_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
-	EndedAt          *time.Time `json:"ended_at"`
+	ID               int64    `json:"id"`
+	UserID           int64    `json:"-"`
+	ParentID         *int64   `json:"parent_id"`
+	RootID           int64    `json:"root_id"`
+	Depth            int      `json:"depth"`
+	Name             string   `json:"name"`
+	Reason           string   `json:"reason"`
+	Topic            string   `json:"topic"`
+	Model            string   `json:"model"`
+	Dataset          string   `json:"dataset"`
+	Status           string   `json:"status"`
+	State            string   `json:"state"`
+	MaxSteps         int      `json:"max_steps"`
+	Steps            int      `json:"steps"`
+	PromptTokens     int64    `json:"prompt_tokens"`
+	CompletionTokens int64    `json:"completion_tokens"`
+	Tokens           int64    `json:"tokens"`
+	CostUSD          float64  `json:"cost_usd"`
+	MaxCostUSD       *float64 `json:"max_cost_usd,omitempty"`
+	MaxTokens        *int64   `json:"max_tokens,omitempty"`
+	// AgentType is a sub-agent's type ("" for a root).
+	AgentType string `json:"agent_type,omitempty"`
+	// Deadline is when a sub-agent's wall clock runs out (nil: no cap).
+	Deadline   *time.Time `json:"deadline,omitempty"`
+	WaitNames  []string   `json:"-"`
+	WaitCallID string     `json:"-"`
+	Report     string     `json:"report"`
+	Error      string     `json:"error"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+	EndedAt    *time.Time `json:"ended_at"`
 }
 
 // Ended reports whether the run has finished, one way or the other.
-func (r *Run) Ended() bool { return r.Status == StatusSucceeded || r.Status == StatusFailed }
+func (r *Run) Ended() bool {
+	return r.Status == StatusSucceeded || r.Status == StatusFailed || r.Status == StatusTimedOut
+}
 
 // IsRoot reports whether a user started the run (it has no parent).
 func (r *Run) IsRoot() bool { return r.ParentID == nil }
 
 const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic, model, dataset,
 	status, state, max_steps, steps, prompt_tokens, completion_tokens, tokens, cost_usd::float8,
-	max_cost_usd::float8, max_tokens, wait_names, wait_call_id, report, error,
+	max_cost_usd::float8, max_tokens, agent_type, deadline, wait_names, wait_call_id, report, error,
 	created_at, started_at, updated_at, ended_at`
 
 func scanRun(row pgx.Row) (*Run, error) {
@@ -92,7 +101,7 @@ func scanRun(row pgx.Row) (*Run, error) {
 	err := row.Scan(&r.ID, &r.UserID, &r.ParentID, &r.RootID, &r.Depth, &r.Name, &r.Reason,
 		&r.Topic, &r.Model, &r.Dataset, &r.Status, &r.State, &r.MaxSteps, &r.Steps,
 		&r.PromptTokens, &r.CompletionTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
-		&r.WaitNames, &r.WaitCallID, &r.Report, &r.Error,
+		&r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID, &r.Report, &r.Error,
 		&r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
@@ -143,7 +152,7 @@ func queryRuns(ctx context.Context, db DB, sql string, args ...any) ([]*Run, err
 func setState(ctx context.Context, db DB, runID int64, state string, step int) error {
 	_, err := db.Exec(ctx, `WITH u AS (
 			UPDATE gb_agent_research_runs SET state = $2, updated_at = now()
-			WHERE id = $1 AND status NOT IN ('succeeded', 'failed') AND state <> $2
+			WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'timed_out') AND state <> $2
 			RETURNING id)
 		INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, $2, $3 FROM u`,
 		runID, state, step)

@@ -24,7 +24,7 @@ const budgetNote = "The budget of this research is exhausted and you have no too
 
 // step makes one step of a run: one model call, the tools it asked for, and
 // one transaction that records it all and hands over to what comes next.
-func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) error {
+func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) {
 	step := job.Args.Step
 	if a.observer != nil {
 		a.observer.StepStarted(job.Args.RunID, step, time.Now())
@@ -40,6 +40,18 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) error {
 		a.logger.InfoContext(ctx, "skipping stale step job", "run_id", run.ID, "step", step,
 			"status", run.Status, "steps", run.Steps)
 		return nil
+	}
+	if run.Deadline != nil {
+		// Past its wall-clock cap the run ends timed_out (stepWorker.Work).
+		outer := ctx
+		wctx, cancel := context.WithDeadlineCause(ctx, *run.Deadline, errWallClock)
+		defer cancel()
+		defer func() {
+			if err != nil && errors.Is(context.Cause(wctx), errWallClock) && outer.Err() == nil {
+				err = fmt.Errorf("run %d step %d: %w", run.ID, step, errWallClock)
+			}
+		}()
+		ctx = wctx
 	}
 	history, err := conversation(ctx, a.pool, run.ID)
 	if err != nil {

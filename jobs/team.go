@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +43,8 @@ type SpawnParams struct {
 	Reason   string `json:"reason"`
 	Task     string `json:"task"`
 	MaxSteps int    `json:"max_steps"`
+	// Type names the sub-agent's type (DefaultType when empty).
+	Type string `json:"type"`
 }
 
 // check trims the texts and checks them, lengths in characters, and fills
@@ -98,13 +101,27 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 	case inTree >= MaxSubagentsPerTree:
 		return nil, toolErrorf("limit reached: a research may have at most %d sub-agents in all", MaxSubagentsPerTree)
 	}
+	at, err := a.spawnType(p.Type)
+	if err != nil {
+		return nil, err
+	}
+	var deadline *time.Time
+	if at.WallClock > 0 {
+		d := time.Now().Add(at.WallClock)
+		deadline = &d
+	}
 	child, err := scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs
-			(user_id, parent_id, root_id, depth, name, reason, topic, model, dataset, max_steps)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+runColumns,
+			(user_id, parent_id, root_id, depth, name, reason, topic, model, dataset, max_steps, agent_type, deadline)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+runColumns,
 		parent.UserID, parent.ID, parent.RootID, parent.Depth+1, p.Name, p.Reason, p.Task,
-		parent.Model, parent.Dataset, p.MaxSteps))
+		parent.Model, parent.Dataset, min(p.MaxSteps, at.MaxSteps), at.Name, deadline))
 	if err != nil {
 		return nil, fmt.Errorf("error inserting sub-agent: %w", err)
+	}
+	if deadline != nil {
+		if err := a.enqueueTimeout(ctx, tx, child.ID, *deadline); err != nil {
+			return nil, err
+		}
 	}
 	if err := a.openInbox(ctx, tx, child.ID); err != nil {
 		return nil, err

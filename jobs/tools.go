@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -204,6 +205,15 @@ func checkText(field, s string, max int) error {
 // infrastructure errors are returned.
 func (a *Agent) runTool(ctx context.Context, env *toolEnv, call llm.ToolCall) (string, error) {
 	t, ok := tools[call.Name]
+	if ok && !a.offers(env.run, call.Name) && slices.Contains(a.placeTools(env.run), call.Name) {
+		// The run's type does not allow it: refused, and recorded.
+		allowed := strings.Join(a.toolNamesFor(env.run), ", ")
+		if err := addEvent(ctx, env.tx, env.run, EventBlocked, map[string]any{"step": env.step, "tool": call.Name,
+			"type": env.run.AgentType}); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Error: a %s sub-agent may not call %s; its tools are: %s", env.run.AgentType, call.Name, allowed), nil
+	}
 	if !ok || !a.offers(env.run, call.Name) {
 		return "Error: there is no tool named " + fmt.Sprintf("%q", call.Name) + "; your tools are: " +
 			strings.Join(a.toolNamesFor(env.run), ", "), nil
@@ -235,8 +245,18 @@ func toolsState(calls []llm.ToolCall) string {
 	return StateThinking
 }
 
-// toolNamesFor lists the tools a run is given, in a stable order.
+// toolNamesFor lists the tools a run is given, in a stable order: those of
+// its place in the tree, within its type's allow-list.
 func (a *Agent) toolNamesFor(run *Run) []string {
+	names := a.placeTools(run)
+	if at := a.runType(run); at != nil {
+		names = slices.DeleteFunc(names, func(n string) bool { return !at.allows(n) })
+	}
+	return names
+}
+
+// placeTools lists the tools of a run's place in its tree.
+func (a *Agent) placeTools(run *Run) []string {
 	names := []string{toolSearch, toolRead, toolRemember}
 	if a.web() {
 		names = append(names, toolWebSearch, toolFetch)
@@ -276,6 +296,9 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 			return llm.Request{}, err
 		}
 		parts = append(parts, sub)
+		if at := a.runType(run); at != nil {
+			parts = append(parts, at.Prompt)
+		}
 		if a.messenger != nil {
 			parts = append(parts, prompts.Messaging)
 		}
@@ -288,13 +311,36 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: lastStepNote})
 	default:
 		for _, n := range a.toolNamesFor(run) {
-			req.Tools = append(req.Tools, tools[n].spec)
+			req.Tools = append(req.Tools, a.toolSpec(n))
 		}
 	}
 	return req, nil
 }
 
 func schema(s string) json.RawMessage { return json.RawMessage(s) }
+
+// toolSpec is a tool's spec as a model sees it: spawn_subagent's type
+// takes its enum and description from the registry of types.
+func (a *Agent) toolSpec(name string) llm.ToolSpec {
+	spec := tools[name].spec
+	if name != toolSpawnSubagent {
+		return spec
+	}
+	var params map[string]any
+	if json.Unmarshal(spec.Parameters, &params) != nil {
+		return spec
+	}
+	props, _ := params["properties"].(map[string]any)
+	if props == nil {
+		return spec
+	}
+	props["type"] = map[string]any{"type": "string", "enum": a.types.Names(),
+		"description": "the sub-agent's type (default " + DefaultType + "): " + a.types.describe()}
+	if b, err := json.Marshal(params); err == nil {
+		spec.Parameters = b
+	}
+	return spec
+}
 
 func cmpOr(v, def int) int {
 	if v == 0 {

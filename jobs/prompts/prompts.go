@@ -5,7 +5,7 @@
 package prompts
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
 	"strings"
 	"text/template"
@@ -32,6 +32,11 @@ var (
 	// (the openai search provider's); it is not part of an agent's prompt.
 	//go:embed web_search.md
 	WebSearch string
+
+	// Types holds the built-in sub-agent types, one Markdown file each with
+	// a header (jobs/types.go reads them).
+	//go:embed types/*.md
+	Types embed.FS
 
 	//go:embed subagent.md
 	subagentText string

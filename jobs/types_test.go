@@ -1,0 +1,217 @@
+package jobs_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+func toolNames(req llm.Request) []string {
+	var names []string
+	for _, t := range req.Tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+func TestReaderGetsItsAllowListAndBlockedCallsAreRecorded(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var offered []string
+	var refused string
+	model := &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		if topic(req) == "read it" {
+			switch turns(req) {
+			case 0:
+				mu.Lock()
+				offered = toolNames(req)
+				mu.Unlock()
+				return llm.Message{ToolCalls: []llm.ToolCall{toolCall("remember", `{"title":"t","text":"x"}`),
+					toolCall("spawn_subagent", `{"name":"n","reason":"r","task":"t"}`)}}, nil
+			case 1:
+				mu.Lock()
+				refused = stepResults(req)
+				mu.Unlock()
+			}
+			return llm.Message{Content: "read"}, nil
+		}
+		switch turns(req) {
+		case 0:
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("spawn_subagent",
+				`{"name":"r","reason":"reads","task":"read it","type":"reader","max_steps":40}`)}}, nil
+		case 1:
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
+		}
+		return llm.Message{Content: "done"}, nil
+	}}
+	b := setup(t, setupOpts{model: model})
+	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitEnded(t, b.pool, root.ID, 30*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+	tree, _ := jobs.Tree(context.Background(), b.pool, root.ID)
+	reader := tree[1]
+	if reader.AgentType != "reader" || reader.MaxSteps != 10 {
+		t.Errorf("reader run: type %q max_steps %d (its type caps it at 10)", reader.AgentType, reader.MaxSteps)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(offered, []string{"search", "read"}) {
+		t.Errorf("a reader was offered %v, want exactly its allow-list [search read] (no web provider here)", offered)
+	}
+	for _, want := range []string{"a reader sub-agent may not call remember; its tools are: search, read",
+		"a reader sub-agent may not call spawn_subagent; its tools are: search, read"} {
+		if !strings.Contains(refused, want) {
+			t.Errorf("refusal %q not in:\n%s", want, refused)
+		}
+	}
+	if n := countEvents(t, b.pool, reader.ID, jobs.EventBlocked); n != 2 {
+		t.Errorf("%d blocked events, want 2", n)
+	}
+}
+
+func writeType(t *testing.T, dir, name, text string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const sprinterType = `---
+name: sprinter
+description: researches against the clock
+tools: all
+max_steps: 40
+wall_clock: 1s
+---
+You have one second.
+`
+
+func TestOperatorTypesLoadFromADirectoryAndBadOnesAreRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeType(t, dir, "sprinter.md", sprinterType)
+	types, err := jobs.LoadTypes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := types.Names(); !slices.Equal(got, []string{"reader", "researcher", "sprinter"}) {
+		t.Fatalf("types %v", got)
+	}
+	for _, tc := range []struct{ file, text, want string }{
+		{"notool.md", strings.Replace(sprinterType, "tools: all", "tools: search, teleport", 1), `notool.md: tools: "teleport" is not a tool`},
+		{"noname.md", strings.Replace(sprinterType, "name: sprinter\n", "", 1), "noname.md: name: is required"},
+		{"clock.md", strings.Replace(sprinterType, "wall_clock: 1s", "wall_clock: soon", 1), `clock.md: wall_clock: "soon" must be a duration`},
+		{"steps.md", strings.Replace(sprinterType, "max_steps: 40", "max_steps: 99", 1), `steps.md: max_steps: "99" must be a whole number from 1 to 40`},
+		{"dup.md", strings.Replace(sprinterType, "name: sprinter", "name: reader", 1), `dup.md: name: "reader" is already a type`},
+		{"header.md", "no header at all", "header.md: header: the file must start with a --- line"},
+		{"field.md", strings.Replace(sprinterType, "max_steps: 40", "max_steps: 40\ncolour: red", 1), "field.md: colour: unknown field"},
+	} {
+		bad := t.TempDir()
+		writeType(t, bad, tc.file, tc.text)
+		if _, err := jobs.LoadTypes(bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", tc.file, err, tc.want)
+		}
+	}
+}
+
+func TestSubagentPastItsWallClockEndsTimedOut(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeType(t, dir, "sprinter.md", sprinterType)
+	types, err := jobs.LoadTypes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var waitResult string
+	model := &scriptModel{fn: func(ctx context.Context, req llm.Request) (llm.Message, error) {
+		switch topic(req) {
+		case "think forever": // in its model call when the clock runs out
+			<-ctx.Done()
+			return llm.Message{}, ctx.Err()
+		case "delegate": // parked on a sub-agent when the clock runs out
+			if turns(req) == 0 {
+				return llm.Message{ToolCalls: []llm.ToolCall{toolCall("spawn_subagent",
+					`{"name":"deep","reason":"goes deep","task":"think forever"}`)}}, nil
+			}
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
+		}
+		switch turns(req) {
+		case 0:
+			return llm.Message{ToolCalls: []llm.ToolCall{
+				toolCall("spawn_subagent", `{"name":"busy","reason":"thinks","task":"think forever","type":"sprinter"}`),
+				toolCall("spawn_subagent", `{"name":"boss","reason":"delegates","task":"delegate","type":"sprinter"}`)}}, nil
+		case 1:
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
+		}
+		mu.Lock()
+		waitResult = stepResults(req)
+		mu.Unlock()
+		return llm.Message{Content: "done"}, nil
+	}}
+	b := setup(t, setupOpts{noWork: true})
+	startWorkerWithTypes(t, b, model, types)
+	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitEnded(t, b.pool, root.ID, 30*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("root %s %q", done.Status, done.Error)
+	}
+	tree, _ := jobs.Tree(context.Background(), b.pool, root.ID)
+	for _, r := range tree[1:] {
+		t.Logf("%s: %s %q", r.Name, r.Status, r.Error)
+		switch r.Name {
+		case "busy", "boss":
+			if r.Status != jobs.StatusTimedOut || !strings.Contains(r.Error, "timed out: its wall-clock cap of 1s passed") {
+				t.Errorf("%s ended %s %q, want timed_out", r.Name, r.Status, r.Error)
+			}
+			late := r.EndedAt.Sub(*r.Deadline)
+			limit := time.Second
+			if r.Name == "boss" {
+				limit = 2*jobs.MaintainIntervalDefault + time.Second // its timeout job waits for a maintenance pass
+			}
+			t.Logf("%s ended %s after its cap", r.Name, late)
+			if late < 0 || late > limit {
+				t.Errorf("%s ended %s after its cap, want within %s", r.Name, late, limit)
+			}
+		case "deep":
+			if r.Status != jobs.StatusFailed || r.Error != jobs.CancelledByParent {
+				t.Errorf("deep ended %s %q, want cancelled by its parent's end", r.Name, r.Error)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(waitResult, "## busy (run") || !strings.Contains(waitResult, ": timed_out\nerror: timed out") {
+		t.Errorf("the parent's wait result does not show the time-out:\n%s", waitResult)
+	}
+}
+
+func startWorkerWithTypes(t *testing.T, b *testBundle, model llm.Model, types *jobs.Types) {
+	t.Helper()
+	a, err := jobs.New(jobs.Deps{Pool: b.pool, Model: model, Types: types, Work: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.Stop(ctx)
+	})
+}
