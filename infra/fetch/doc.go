@@ -1,0 +1,24 @@
+// Package fetch is the jobs.Fetcher that reads web pages for the agents'
+// fetch tool, refusing what it must not reach, and reduces them to text.
+//
+// The address is checked where the connection is made: the transport's
+// dialer resolves the host itself and dials only a checked IP, so DNS
+// answers and every redirect (at most MaxRedirects) pass the same guard
+// (guard.go). Refused are loopback, private (RFC 1918, CGNAT), link-local
+// (the cloud metadata address 169.254.169.254 among them), unique-local,
+// unspecified, multicast, broadcast and other reserved ranges, IPv4-mapped
+// and other IPv6 forms that embed a refused IPv4, ports other than 80 and
+// 443, schemes other than http and https, and URLs holding credentials. An
+// allow-list of networks and ports (GB_FETCH_ALLOW, for tests and local
+// development) lets chosen addresses through; it is off by default and
+// logged as a warning when on.
+//
+// Bodies are capped (MaxBytesDefault), fetches are timed out
+// (TimeoutDefault), and only readable content types are read. HTML is
+// reduced to its main text with codeberg.org/readeck/go-readability/v2, or
+// to a plain rendering of its body when readability finds no article;
+// plain text, Markdown and JSON are kept as they are (extract.go). Slice
+// pages such text by characters for the tool.
+//
+// It may import jobs only.
+package fetch

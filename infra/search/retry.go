@@ -1,0 +1,212 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Retry policy defaults, used for the zero fields of Options.
+const (
+	// MaxRetriesDefault is how many times a retryable failure is retried.
+	MaxRetriesDefault = 3
+	// BackoffBaseDefault is the wait before the first retry; it doubles at
+	// each further one, with jitter.
+	BackoffBaseDefault = 500 * time.Millisecond
+	// BackoffMaxDefault caps the computed wait between two attempts.
+	BackoffMaxDefault = 5 * time.Second
+	// RetryAfterMax is the longest Retry-After that is waited for; a
+	// provider asking for longer gets no retry, and its error is returned.
+	RetryAfterMax = 20 * time.Second
+	// maxBody caps what is read of a provider's answer.
+	maxBody = 8 << 20
+)
+
+// errNoRetry marks a failure a retry would repeat.
+var errNoRetry = errors.New("not retried")
+
+// ProviderError is a provider's refusal: the HTTP status and the text the
+// provider gave for it.
+type ProviderError struct {
+	Provider string
+	Status   int
+	// Message is the provider's own error text (or the start of its body).
+	Message string
+}
+
+// Error says which provider answered what.
+func (e *ProviderError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = "no error text"
+	}
+	return fmt.Sprintf("%s: HTTP %d %s: %s", e.Provider, e.Status, http.StatusText(e.Status), msg)
+}
+
+// retrier runs one provider request with retries. errText extracts the
+// provider's error text from an error body.
+type retrier struct {
+	provider    string
+	client      *http.Client
+	maxRetries  int
+	backoffBase time.Duration
+	backoffMax  time.Duration
+	log         *slog.Logger
+	errText     func(body []byte) string
+}
+
+// do sends the request made by build (called once per attempt) until it
+// answers 2xx, fails for good, or runs out of retries, and returns the body
+// of the 2xx answer.
+func (r *retrier) do(ctx context.Context, build func(context.Context) (*http.Request, error)) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		req, err := build(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: building request: %w", r.provider, err)
+		}
+		body, after, err := r.once(req)
+		if err == nil {
+			return body, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", r.provider, errors.Join(ctx.Err(), err))
+		}
+		wait, ok := r.wait(attempt, after, err)
+		if !ok && after > RetryAfterMax {
+			return nil, fmt.Errorf("%w (it asks to retry after %s, longer than a search waits)", err, after)
+		}
+		if !ok {
+			return nil, err
+		}
+		r.log.InfoContext(ctx, "search: retrying provider request", slog.String("provider", r.provider),
+			slog.Int("attempt", attempt+1), slog.Duration("wait", wait), slog.String("error", err.Error()))
+		if !sleep(ctx, wait) {
+			return nil, fmt.Errorf("%s: no time left to retry after %d attempts: %w", r.provider, attempt+1, err)
+		}
+	}
+}
+
+// wait decides whether to retry after attempt failed with err, and how
+// long to wait first. after is the Retry-After the provider sent (<0: none).
+func (r *retrier) wait(attempt int, after time.Duration, err error) (time.Duration, bool) {
+	var pe *ProviderError
+	if errors.As(err, &pe) && !retryable(pe.Status) || errors.Is(err, errNoRetry) {
+		return 0, false
+	}
+	if attempt >= r.maxRetries {
+		return 0, false
+	}
+	if after > RetryAfterMax {
+		return 0, false
+	}
+	if after >= 0 {
+		return after, true
+	}
+	return backoff(attempt, r.backoffBase, r.backoffMax), true
+}
+
+// once sends req and reads its answer: the body of a 2xx, or an error (a
+// *ProviderError for any other status, with the Retry-After it carried).
+func (r *retrier) once(req *http.Request) ([]byte, time.Duration, error) {
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, -1, fmt.Errorf("%s: %w", r.provider, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return nil, -1, fmt.Errorf("%s: reading answer: %w", r.provider, err)
+	}
+	if len(body) > maxBody {
+		return nil, -1, fmt.Errorf("%s: answer larger than %d bytes: %w", r.provider, maxBody, errNoRetry)
+	}
+	if resp.StatusCode/100 == 2 {
+		return body, -1, nil
+	}
+	after, ok := retryAfter(resp.Header, time.Now())
+	if !ok {
+		after = -1
+	}
+	return nil, after, &ProviderError{Provider: r.provider, Status: resp.StatusCode, Message: errMessage(body, r.errText)}
+}
+
+func retryable(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500
+}
+
+// errMessage is the provider's error text, or the start of the body when
+// errText finds none.
+func errMessage(body []byte, errText func([]byte) string) string {
+	if errText != nil {
+		if s := strings.TrimSpace(errText(body)); s != "" {
+			return clip(s, 500)
+		}
+	}
+	return clip(strings.TrimSpace(string(body)), 300)
+}
+
+// clip cuts s to at most n runes.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// backoff is base·2^attempt capped at most, jittered into [d/2, d).
+func backoff(attempt int, base, most time.Duration) time.Duration {
+	d := min(base, most)
+	for i := 0; i < attempt && d < most; i++ {
+		d = min(2*d, most)
+	}
+	if d <= 1 {
+		return d
+	}
+	return d/2 + rand.N(d-d/2)
+}
+
+// retryAfter reads Retry-After (seconds or an HTTP date) or retry-after-ms.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e9 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s < 0 || s > 1e6 {
+			return 0, false
+		}
+		return time.Duration(s * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// sleep waits d or until ctx is done; it reports whether the wait elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
