@@ -54,7 +54,7 @@ func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) e
 	rows, err = tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
 		WHERE r.status = 'waiting' AND NOT `+unfinishedJobSQL+`
 		  AND NOT EXISTS (SELECT 1 FROM gb_agent_research_runs c WHERE c.parent_id = r.id
-		                  AND c.status NOT IN ('succeeded', 'failed')
+		                  AND c.status NOT IN ('succeeded', 'failed', 'timed_out')
 		                  AND (cardinality(r.wait_names) = 0 OR c.name = ANY(r.wait_names)))
 		  AND coalesce((SELECT max(c.ended_at) FROM gb_agent_research_runs c WHERE c.parent_id = r.id), r.updated_at)
 		      < now() - $1 * interval '1 millisecond'
