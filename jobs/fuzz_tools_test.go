@@ -29,6 +29,7 @@ var toolArgs = map[string]func() any{
 	toolWebSearch:     func() any { return new(webSearchArgs) },
 	toolFetch:         func() any { return new(fetchArgs) },
 	toolReadReport:    func() any { return new(readReportArgs) },
+	toolSendInput:     func() any { return new(sendInputArgs) },
 	toolWaitSubagents: func() any {
 		return new(struct {
 			Names []string `json:"names"`

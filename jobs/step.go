@@ -61,6 +61,14 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) 
 	if step == 1 {
 		prelude = append(prelude, llm.Message{Role: llm.RoleUser, Content: run.Topic})
 	}
+	var inputIDs []int64
+	if a.messenger != nil {
+		inputs, ids, err := parentInputs(ctx, a.pool, run)
+		if err != nil {
+			return err
+		}
+		prelude, inputIDs = append(prelude, inputs...), ids
+	}
 	if run.WaitCallID != "" {
 		result, err := a.waitResult(ctx, a.pool, run, run.WaitNames)
 		if err != nil {
@@ -141,7 +149,7 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) 
 		return err
 	}
 	usage := addUsage(resp.Usage, readUsage(reads))
-	if err := a.commitStep(ctx, job, run, prelude, reply, reads, usage); err != nil {
+	if err := a.commitStep(ctx, job, run, prelude, inputIDs, reply, reads, usage); err != nil {
 		a.settleLost(ctx, job, run, usage)
 		return err
 	}
@@ -166,7 +174,7 @@ func (a *Agent) findings(ctx context.Context, run *Run) (string, error) {
 // commitStep runs the step's tools and records the step in one transaction,
 // then inserts the next step job, parks the run or ends it.
 func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *Run,
-	prelude []llm.Message, reply llm.Message, reads []*readResult, usage llm.Usage) error {
+	prelude []llm.Message, inputIDs []int64, reply llm.Message, reads []*readResult, usage llm.Usage) error {
 	step := job.Args.Step
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockTree(ctx, tx, seen)
@@ -201,6 +209,9 @@ func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *
 		}
 		a.injectFault(FaultAfterTools)
 		if err := recordStep(ctx, tx, run, step, msgs, usage); err != nil {
+			return err
+		}
+		if err := markInputsRead(ctx, tx, inputIDs); err != nil {
 			return err
 		}
 		if err := settle(ctx, tx, job, run, usage, true); err != nil {

@@ -31,6 +31,7 @@ const (
 	toolWebSearch      = "web_search"
 	toolFetch          = "fetch"
 	toolReadReport     = "read_report"
+	toolSendInput      = "send_input"
 )
 
 // toolEnv is what a tool sees: the step's transaction and the locked run.
@@ -263,6 +264,9 @@ func (a *Agent) placeTools(run *Run) []string {
 	}
 	if run.Depth < MaxSubagentDepth {
 		names = append(names, toolSpawnSubagent, toolWaitSubagents, toolCancelSubagent, toolReadReport)
+		if a.messenger != nil {
+			names = append(names, toolSendInput)
+		}
 	}
 	if !run.IsRoot() && a.messenger != nil {
 		names = append(names, toolListSiblings, toolSendMessage, toolReadMessages)
