@@ -91,7 +91,7 @@ func call(name string, args any) llm.ToolCall {
 // next picks the tool calls of the coming step, or none to write the report.
 func (s *state) next(req llm.Request) []llm.ToolCall {
 	var calls []llm.ToolCall
-	if !s.used["search"] {
+	if s.turns == 0 {
 		if parts := splitQuestion(s.task); req.HasTool("spawn_subagent") && len(parts) >= 2 {
 			for i, p := range parts {
 				calls = append(calls, call("spawn_subagent", map[string]any{
@@ -101,10 +101,13 @@ func (s *state) next(req llm.Request) []llm.ToolCall {
 				}))
 			}
 		}
-		return append(calls, call("search", map[string]any{
-			"query": strings.ReplaceAll(keywords(firstQuestion(s.task), 6), " ", " or "), "limit": 8}))
+		if req.HasTool("search") {
+			calls = append(calls, call("search", map[string]any{"query": s.focus.query(8), "limit": 10}))
+		}
+		return append(calls, s.webCalls(req)...)
 	}
-	unread := s.unreadHits()
+	unread := s.toRead()
+	calls = append(calls, s.webCalls(req)...)
 	if s.reads == 0 && len(unread) > 0 {
 		calls = append(calls, call("read", map[string]any{"id": unread[0].id}))
 		if req.HasTool("list_siblings") && !s.used["list_siblings"] {
@@ -122,7 +125,7 @@ func (s *state) next(req llm.Request) []llm.ToolCall {
 	}
 	if req.HasTool("remember") && !s.used["remember"] && len(s.docs) > 0 {
 		d := s.docs[0]
-		if sent := bestSentences(s.task, []source{d}, 1); len(sent) > 0 {
+		if sent := bestSentences(s.focus, []source{d}, 1); len(sent) > 0 {
 			calls = append(calls, call("remember", map[string]any{
 				"title": "Finding on " + keywords(firstQuestion(s.task), 4),
 				"text":  sent[0].text + " (from " + d.title + ", " + d.url + ")",
@@ -135,7 +138,7 @@ func (s *state) next(req llm.Request) []llm.ToolCall {
 	if s.used["spawn_subagent"] && !s.used["wait_subagents"] {
 		return []llm.ToolCall{call("wait_subagents", map[string]any{})}
 	}
-	if req.HasTool("read_messages") && !s.used["read_messages"] {
+	if req.HasTool("read_messages") && s.moreMessages() {
 		wait := 0
 		if s.siblingsWorking {
 			wait = 2
@@ -143,6 +146,19 @@ func (s *state) next(req llm.Request) []llm.ToolCall {
 		return []llm.ToolCall{call("read_messages", map[string]any{"wait_seconds": wait})}
 	}
 	return nil
+}
+
+// moreMessages says whether to read messages (again): once, and a second
+// time when some messages came but fewer than the siblings that were
+// working, which may still be sending theirs.
+func (s *state) moreMessages() bool {
+	switch s.messageReads {
+	case 0:
+		return true
+	case 1:
+		return s.siblingsWorking && len(s.messages) > 0 && len(s.messages) < s.working
+	}
+	return false
 }
 
 func oneLine(s string, n int) string {

@@ -41,18 +41,15 @@ func (s *state) report() string {
 	var b strings.Builder
 	seen := map[string]bool{}
 	fmt.Fprintf(&b, "# Report: %s\n\n%s\n\n## Findings\n", oneLine(s.task, 300), reportLabel)
-	pool := append([]source{}, s.docs...)
+	pool := append(s.sources(), s.pages...)
 	pool = append(pool, s.messages...)
-	for _, h := range s.hits {
-		pool = append(pool, source{title: h.title, url: h.url, text: h.snippet})
-	}
-	best := bestSentences(s.task, pool, 6)
+	best := bestSentences(s.focus, pool, 6)
 	for _, sent := range best {
 		seen[sent.text] = true
 		fmt.Fprintf(&b, "- %s [%d]\n", sent.text, c.cite(sent.src))
 	}
 	if len(best) == 0 {
-		b.WriteString("- The knowledge base had nothing that matches this question.\n")
+		b.WriteString("- Nothing that was searched or read matches this question.\n")
 	}
 	if s.reports != "" {
 		b.WriteString("\n## From the sub-agents\n")

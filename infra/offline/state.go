@@ -3,6 +3,7 @@ package offline
 import (
 	"encoding/json"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -25,6 +26,7 @@ type sibling struct {
 // state is what the policy knows, read afresh from the conversation.
 type state struct {
 	task            string
+	focus           *focus
 	turns           int
 	used            map[string]bool
 	reads           int
@@ -35,6 +37,11 @@ type state struct {
 	messages        []source // messages received from siblings
 	siblings        []sibling
 	siblingsWorking bool
+	working         int             // siblings working at the last list_siblings
+	messageReads    int             // read_messages calls answered
+	webResults      []webResult     // web_search results, in the provider's order
+	pages           []source        // pages fetched
+	fetched         map[string]bool // URLs the policy asked fetch for
 }
 
 var (
@@ -44,7 +51,7 @@ var (
 )
 
 func readState(req llm.Request) *state {
-	s := &state{used: map[string]bool{}, readIDs: map[int64]bool{}}
+	s := &state{used: map[string]bool{}, readIDs: map[int64]bool{}, fetched: map[string]bool{}}
 	calls := map[string]llm.ToolCall{}
 	for _, m := range req.Messages {
 		switch m.Role {
@@ -62,14 +69,31 @@ func readState(req llm.Request) *state {
 			s.readResult(calls[m.ToolCallID], m.Content)
 		}
 	}
+	s.focus = newFocus(s.task)
 	return s
 }
 
 func (s *state) readResult(c llm.ToolCall, content string) {
+	if c.Name == "fetch" {
+		var args struct {
+			URL string `json:"url"`
+		}
+		_ = json.Unmarshal(c.Arguments, &args)
+		s.fetched[args.URL] = true
+		if page, ok := parsePage(content, args.URL); ok {
+			s.pages = append(s.pages, page)
+		}
+		return
+	}
+	if c.Name == "read_messages" {
+		s.messageReads++ // an error too: it is not read again
+	}
 	if strings.HasPrefix(content, "Error:") {
 		return
 	}
 	switch c.Name {
+	case "web_search":
+		s.webResults = append(s.webResults, parseWebResults(content)...)
 	case "search":
 		for _, m := range hitRE.FindAllStringSubmatchIndex(content, -1) {
 			id, _ := strconv.ParseInt(content[m[2]:m[3]], 10, 64)
@@ -97,10 +121,12 @@ func (s *state) readResult(c llm.ToolCall, content string) {
 	case "list_siblings":
 		s.siblings = nil
 		s.siblingsWorking = false
+		s.working = 0
 		for _, m := range siblingRE.FindAllStringSubmatch(content, -1) {
 			s.siblings = append(s.siblings, sibling{name: m[1], status: m[2], reason: m[3]})
 			if m[2] == "working" {
 				s.siblingsWorking = true
+				s.working++
 			}
 		}
 	case "wait_subagents":
@@ -112,25 +138,39 @@ func (s *state) readResult(c llm.ToolCall, content string) {
 			if i+1 < len(idx) {
 				end = idx[i+1][0]
 			}
-			name := content[m[2]:m[3]]
-			s.messages = append(s.messages, source{title: "message from " + name,
-				url: content[m[4]:m[5]], text: strings.TrimSpace(content[m[1]:end])})
+			s.messages = append(s.messages, messageSource(content[m[2]:m[3]], content[m[4]:m[5]],
+				strings.TrimSpace(content[m[1]:end])))
 		}
 	}
 }
 
-// unreadHits are the search results not read yet, best first, documents
-// before the notes other agents remembered.
-func (s *state) unreadHits() []hit {
+// toRead are the search results worth reading, best first: the unread
+// documents whose titles match the question best, then the others if none
+// matches, and the notes other agents remembered last. A second document
+// is worth reading only when it matches the question as well as the first
+// did, or when none matches by its title at all.
+func (s *state) toRead() []hit {
 	var docs, notes []hit
+	best := 0.0
+	for _, h := range s.hits {
+		if !strings.HasPrefix(h.url, "note:") {
+			best = max(best, s.focus.titleScore(h.title))
+		}
+	}
 	for _, h := range s.hits {
 		switch {
 		case s.readIDs[h.id]:
 		case strings.HasPrefix(h.url, "note:"):
 			notes = append(notes, h)
-		default:
+		case s.focus.titleScore(h.title) >= min(best, 5):
 			docs = append(docs, h)
 		}
+	}
+	sort.SliceStable(docs, func(i, j int) bool {
+		return s.focus.titleScore(docs[i].title) > s.focus.titleScore(docs[j].title)
+	})
+	if best > 0 {
+		return docs
 	}
 	return append(docs, notes...)
 }
@@ -138,17 +178,13 @@ func (s *state) unreadHits() []hit {
 // finding picks the sibling whose name and reason best match what this
 // agent found, and the message to send it; "" when none matches.
 func (s *state) finding() (to, text string) {
-	var found []source
-	found = append(found, s.docs...)
-	for _, h := range s.hits {
-		found = append(found, source{title: h.title, url: h.url, text: h.snippet})
-	}
+	found := s.sources()
 	best, bestScore := -1, 0.0
 	for i, sib := range s.siblings {
 		if sib.status != "working" {
 			continue
 		}
-		if sc := overlap(sib.name+" "+sib.reason, found); sc > bestScore {
+		if sc := overlap(partOf(sib.reason), found); sc > bestScore {
 			best, bestScore = i, sc
 		}
 	}
@@ -156,9 +192,47 @@ func (s *state) finding() (to, text string) {
 		return "", ""
 	}
 	sib := s.siblings[best]
-	sent := bestSentences(sib.name+" "+sib.reason, found, 1)
+	sent := bestSentences(newFocus(partOf(sib.reason)), found, 1)
 	if len(sent) == 0 {
 		return "", ""
 	}
-	return sib.name, oneLine("This may help with your part: "+sent[0].text+" (from "+sent[0].src.title+", "+sent[0].src.url+")", 1000)
+	return sib.name, oneLine(helpPrefix+sent[0].text+" (from "+sent[0].src.title+", "+sent[0].src.url+")", 1000)
+}
+
+// sources are the texts the report may quote from what the agent read
+// itself: the documents it read, or the snippets of its search results
+// when it could read none.
+func (s *state) sources() []source {
+	if len(s.docs) > 0 {
+		return append([]source{}, s.docs...)
+	}
+	var out []source
+	for _, h := range s.hits {
+		out = append(out, source{title: h.title, url: h.url, text: h.snippet})
+	}
+	return out
+}
+
+// helpPrefix starts the messages this policy sends a sibling.
+const helpPrefix = "This may help with your part: "
+
+var fromRE = regexp.MustCompile(`^(?s)(.*) \(from (.+), (\S+)\)$`)
+
+// messageSource is a message received from a sibling as a source: when
+// it quotes a document, as this policy's messages do, the document it
+// quotes, so the report cites the document and not the messenger.
+func messageSource(from, run, text string) source {
+	if m := fromRE.FindStringSubmatch(strings.TrimPrefix(text, helpPrefix)); m != nil && strings.Contains(m[3], ":") {
+		return source{title: m[2], url: m[3], text: m[1]}
+	}
+	return source{title: "message from " + from, url: run, text: text}
+}
+
+// partOf is the part of the question a sibling's reason names: the text
+// after its last ": ", or the whole reason.
+func partOf(reason string) string {
+	if i := strings.LastIndex(reason, ": "); i >= 0 {
+		return reason[i+2:]
+	}
+	return reason
 }

@@ -2,9 +2,7 @@ package offline
 
 import (
 	"fmt"
-	"math"
 	"regexp"
-	"sort"
 	"strings"
 	"unicode"
 )
@@ -15,19 +13,14 @@ type source struct {
 	title, url, text string
 }
 
-type sentence struct {
-	text  string
-	src   source
-	score float64
-}
-
 var stopwords = map[string]bool{}
 
 func init() {
 	for _, w := range strings.Fields(`a an and are as at be by can do does for from how in into is it its
 		of on or that the this to was what when where which who why will with about between
 		their there these they those does did has have had not but if then than so such also
-		other more most some any each you your we our i me my us use used using work works`) {
+		other more most some any each you your we our i me my us use used using work works
+		say says tell explain describe go golang`) {
 		stopwords[w] = true
 	}
 }
@@ -177,58 +170,6 @@ func sentences(text string) []string {
 				out = append(out, strings.Join(words[start:i+1], " "))
 				start = i + 1
 			}
-		}
-	}
-	return out
-}
-
-// bestSentences ranks the sentences of sources against the task's terms,
-// weighting rare terms more, and keeps the best n, at most three per source.
-func bestSentences(task string, sources []source, n int) []sentence {
-	want := map[string]bool{}
-	for _, t := range terms(task) {
-		want[t] = true
-	}
-	var all []sentence
-	df := map[string]int{}
-	for _, src := range sources {
-		for _, text := range sentences(src.text) {
-			if len(text) < 40 || len(text) > 400 || !strings.ContainsAny(text[len(text)-1:], ".!?") {
-				continue
-			}
-			seen := map[string]bool{}
-			for _, t := range terms(text) {
-				if want[t] && !seen[t] {
-					seen[t] = true
-					df[t]++
-				}
-			}
-			all = append(all, sentence{text: text, src: src})
-		}
-	}
-	for i := range all {
-		seen := map[string]bool{}
-		for _, t := range terms(all[i].text) {
-			if want[t] && !seen[t] {
-				seen[t] = true
-				all[i].score += 1 + math.Log(float64(len(all))/float64(df[t]))
-			}
-		}
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].score > all[j].score })
-	per := map[string]int{}
-	dup := map[string]bool{}
-	var out []sentence
-	for _, s := range all {
-		key := strings.ToLower(s.text)
-		if s.score <= 0 || per[s.src.url] >= 3 || dup[key] {
-			continue
-		}
-		dup[key] = true
-		per[s.src.url]++
-		out = append(out, s)
-		if len(out) == n {
-			break
 		}
 	}
 	return out
