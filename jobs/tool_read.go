@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/gbresearch/gb/jobs/kb"
 	"github.com/gbresearch/gb/jobs/llm"
@@ -15,8 +16,9 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolRead,
-			Description: "Read one document of the knowledge base by its id (from search).",
-			Parameters:  schema(`{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"],"additionalProperties":false}`)},
+			Description: "Read one document of the knowledge base by its id (from search), 12000 characters at a time from offset.",
+			Parameters: schema(`{"type":"object","properties":{"id":{"type":"integer"},` +
+				`"offset":{"type":"integer","minimum":0,"description":"character to read from (default 0)"}},"required":["id"],"additionalProperties":false}`)},
 		state: StateReading,
 		read:  readDocument,
 	})
@@ -24,22 +26,43 @@ func init() {
 
 // readArgs are the arguments of read.
 type readArgs struct {
-	ID int64 `json:"id"`
+	ID     int64 `json:"id"`
+	Offset int   `json:"offset"`
 }
 
-const readShape = `{"id": document id}`
+const readShape = `{"id": document id, "offset": 0}`
+
+// check checks the offset.
+func (a *readArgs) check() error {
+	if a.Offset < 0 {
+		return toolErrorf("offset must be 0 or more (got %d)", a.Offset)
+	}
+	return nil
+}
 
 func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readResult, error) {
 	var args readArgs
 	if err := decodeArgs(raw, &args, readShape); err != nil {
 		return readResult{}, err
 	}
-	d, err := kb.Read(ctx, env.agent.pool, env.run.Dataset, args.ID)
+	if err := args.check(); err != nil {
+		return readResult{}, err
+	}
+	d, total, err := kb.ReadAt(ctx, env.agent.pool, env.run.Dataset, args.ID, args.Offset)
 	if errors.Is(err, kb.ErrNotFound) {
 		return readResult{}, toolErrorf("no document with id %d in this research's knowledge base; use an id from search", args.ID)
 	}
 	if err != nil {
 		return readResult{}, err
 	}
-	return readResult{text: fmt.Sprintf("[id %d] %s (%s)\n\n%s", d.ID, d.Title, d.Source, d.Body)}, nil
+	text := fmt.Sprintf("[id %d] %s (%s)\n\n%s", d.ID, d.Title, d.Source, d.Body)
+	if end := min(args.Offset, total) + utf8.RuneCountInString(d.Body); args.Offset > 0 || end < total {
+		text += fmt.Sprintf("\n\n[characters %d to %d of %d", min(args.Offset, total), end, total)
+		if end < total {
+			text += fmt.Sprintf("; %d left: call read with \"offset\": %d to read on]", total-end, end)
+		} else {
+			text += "; nothing left]"
+		}
+	}
+	return readResult{text: text}, nil
 }

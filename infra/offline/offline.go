@@ -108,6 +108,10 @@ func (s *state) next(req llm.Request) []llm.ToolCall {
 	}
 	unread := s.toRead()
 	calls = append(calls, s.webCalls(req)...)
+	if s.more != nil {
+		// The rest of the document that matches the question best.
+		return append(calls, call("read", map[string]any{"id": s.more.id, "offset": s.more.offset}))
+	}
 	if s.reads == 0 && len(unread) > 0 {
 		calls = append(calls, call("read", map[string]any{"id": unread[0].id}))
 		if req.HasTool("list_siblings") && !s.used["list_siblings"] {

@@ -42,12 +42,24 @@ type state struct {
 	webResults      []webResult     // web_search results, in the provider's order
 	pages           []source        // pages fetched
 	fetched         map[string]bool // URLs the policy asked fetch for
+	more            *readOn         // the rest of the first document read, to read next
 }
+
+// readOn is where the first document read goes on.
+type readOn struct {
+	id     int64
+	offset int
+}
+
+// maxParts bounds the parts of one document the policy reads.
+const maxParts = 4
 
 var (
 	hitRE     = regexp.MustCompile(`(?m)^\[id (\d+)\] (.+) \((\S+)\)$`)
 	siblingRE = regexp.MustCompile(`(?m)^- (\S+) \[([^\]]+)\]: (.*)$`)
 	messageRE = regexp.MustCompile(`(?m)^From (\S+) \(([^)]*)\): `)
+	// partRE is the line read ends a part of a document with.
+	partRE = regexp.MustCompile(`\n\n\[characters (\d+) to (\d+) of (\d+); (?:(\d+) left: call read with "offset": (\d+) to read on|nothing left)\]$`)
 )
 
 func readState(req llm.Request) *state {
@@ -105,19 +117,7 @@ func (s *state) readResult(c llm.ToolCall, content string) {
 			s.hits = append(s.hits, hit{id: id, title: content[m[4]:m[5]], url: content[m[6]:m[7]], snippet: strings.TrimSpace(snip)})
 		}
 	case "read":
-		var args struct {
-			ID int64 `json:"id"`
-		}
-		_ = json.Unmarshal(c.Arguments, &args)
-		s.reads++
-		s.readIDs[args.ID] = true
-		if m := hitRE.FindStringSubmatch(strings.SplitN(content, "\n", 2)[0]); m != nil {
-			body := ""
-			if parts := strings.SplitN(content, "\n\n", 2); len(parts) == 2 {
-				body = parts[1]
-			}
-			s.docs = append(s.docs, source{title: m[2], url: m[3], text: body})
-		}
+		s.readPart(c, content)
 	case "list_siblings":
 		s.siblings = nil
 		s.siblingsWorking = false
@@ -235,4 +235,47 @@ func partOf(reason string) string {
 		return reason[i+2:]
 	}
 	return reason
+}
+
+// readPart takes in one part of a document that read returned: the first
+// part of a document is a new document read; a later part (offset) adds to
+// it. The first document read is read on, part by part, up to maxParts.
+func (s *state) readPart(c llm.ToolCall, content string) {
+	var args struct {
+		ID     int64 `json:"id"`
+		Offset int   `json:"offset"`
+	}
+	_ = json.Unmarshal(c.Arguments, &args)
+	m := hitRE.FindStringSubmatch(strings.SplitN(content, "\n", 2)[0])
+	if m == nil {
+		return
+	}
+	body := ""
+	if parts := strings.SplitN(content, "\n\n", 2); len(parts) == 2 {
+		body = parts[1]
+	}
+	next := 0
+	if pm := partRE.FindStringSubmatch(body); pm != nil {
+		body = body[:len(body)-len(pm[0])]
+		next, _ = strconv.Atoi(pm[5])
+	}
+	s.more = nil
+	if args.Offset > 0 {
+		for i := range s.docs {
+			if s.docs[i].url == m[3] && s.docs[i].parts > 0 {
+				s.docs[i].text += body
+				if s.docs[i].parts++; next > 0 && s.docs[i].parts < maxParts {
+					s.more = &readOn{id: args.ID, offset: next}
+				}
+				return
+			}
+		}
+		return
+	}
+	s.reads++
+	s.readIDs[args.ID] = true
+	s.docs = append(s.docs, source{title: m[2], url: m[3], text: body, parts: 1})
+	if s.reads == 1 && next > 0 {
+		s.more = &readOn{id: args.ID, offset: next}
+	}
 }

@@ -11,6 +11,7 @@ import (
 // sub-agent's report.
 type source struct {
 	title, url, text string
+	parts            int // parts read of a knowledge-base document
 }
 
 var stopwords = map[string]bool{}

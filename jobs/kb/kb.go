@@ -189,17 +189,26 @@ func search(ctx context.Context, db DB, dataset, query, exclude string, limit in
 
 // Read returns one document of a dataset, its body cut to MaxReadLen.
 func Read(ctx context.Context, db DB, dataset string, id int64) (Document, error) {
+	d, _, err := ReadAt(ctx, db, dataset, id, 0)
+	return d, err
+}
+
+// ReadAt returns one document of a dataset with at most MaxReadLen
+// characters of its body from offset (characters), and the length of the
+// whole body in characters.
+func ReadAt(ctx context.Context, db DB, dataset string, id int64, offset int) (Document, int, error) {
 	var d Document
-	err := db.QueryRow(ctx, `SELECT id, source, title, left(body, $3)
-		FROM gb_kb_documents WHERE dataset = $1 AND id = $2`, dataset, id, MaxReadLen).
-		Scan(&d.ID, &d.Source, &d.Title, &d.Body)
+	var total int
+	err := db.QueryRow(ctx, `SELECT id, source, title, substr(body, $3 + 1, $4), char_length(body)
+		FROM gb_kb_documents WHERE dataset = $1 AND id = $2`, dataset, id, max(offset, 0), MaxReadLen).
+		Scan(&d.ID, &d.Source, &d.Title, &d.Body, &total)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return d, ErrNotFound
+		return d, 0, ErrNotFound
 	}
 	if err != nil {
-		return d, fmt.Errorf("error reading document %d: %w", id, err)
+		return d, 0, fmt.Errorf("error reading document %d: %w", id, err)
 	}
-	return d, nil
+	return d, total, nil
 }
 
 // Remember stores an agent's note in the dataset, where its siblings and

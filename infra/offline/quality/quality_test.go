@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -66,12 +65,6 @@ func TestReportsCiteWhatTheyAreAbout(t *testing.T) {
 			}
 			if t.Failed() || testing.Verbose() {
 				t.Logf("report:\n%s", report)
-			}
-			if len(c.mentions) > 0 {
-				if at := readableAt(t, "package sync", "type WaitGroup"); at > kb.MaxReadLen {
-					t.Skipf("the read tool returns the first %d characters of a document and sync's "+
-						"\"type WaitGroup\" starts at character %d: Add, Done and Wait are out of reach", kb.MaxReadLen, at)
-				}
 			}
 			for _, w := range c.mentions {
 				if !regexp.MustCompile(`\b` + w + `\b`).MatchString(findings(report)) {
@@ -146,21 +139,6 @@ func goDocs(t *testing.T) []kb.Document {
 		t.Fatal(docsErr)
 	}
 	return docsAll
-}
-
-// readableAt is the character at which heading starts in the body of the
-// document titled title, as the read tool counts them.
-func readableAt(t *testing.T, title, heading string) int {
-	t.Helper()
-	for _, d := range goDocs(t) {
-		if d.Title == title {
-			if i := strings.Index(d.Body, "\n\n"+heading+"\n\n"); i >= 0 {
-				return utf8.RuneCountInString(d.Body[:i])
-			}
-		}
-	}
-	t.Fatalf("no %q in %q", heading, title)
-	return 0
 }
 
 // research runs topic to its end and returns the report.
