@@ -61,6 +61,9 @@ type Config struct {
 	// (MaxCompletionTokensDefault); in a tree with a budget it is lowered
 	// to what the budget has left.
 	MaxCompletionTokens int
+	// MaxSubagents, when set, lowers the sub-agents a tree may have below
+	// MaxSubagentsPerTree for every user; 0 turns spawning off.
+	MaxSubagents *int
 	// MaxReportChars caps each sub-agent's report in its parent's
 	// wait_subagents result (MaxReportCharsDefault); read_report pages
 	// through the rest.
@@ -89,6 +92,9 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	if c.RescueStuckJobsAfter <= c.StepTimeout {
 		return fmt.Errorf("RescueStuckJobsAfter (%s) must be greater than StepTimeout (%s)", c.RescueStuckJobsAfter, c.StepTimeout)
+	}
+	if c.MaxSubagents != nil && (*c.MaxSubagents < 0 || *c.MaxSubagents > MaxSubagentsPerTree) {
+		return fmt.Errorf("MaxSubagents must be 0 to %d", MaxSubagentsPerTree)
 	}
 	if c.MaxCompletionTokens < 0 || c.MaintainInterval < 0 {
 		return errors.New("MaxCompletionTokens and MaintainInterval must not be negative")

@@ -69,6 +69,8 @@ type Run struct {
 	CostUSD          float64  `json:"cost_usd"`
 	MaxCostUSD       *float64 `json:"max_cost_usd,omitempty"`
 	MaxTokens        *int64   `json:"max_tokens,omitempty"`
+	// MaxSubagents bounds the sub-agents of the run's tree.
+	MaxSubagents int `json:"max_subagents"`
 	// AgentType is a sub-agent's type ("" for a root).
 	AgentType string `json:"agent_type,omitempty"`
 	// Deadline is when a sub-agent's wall clock runs out (nil: no cap).
@@ -93,7 +95,7 @@ func (r *Run) IsRoot() bool { return r.ParentID == nil }
 
 const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic, model, dataset,
 	status, state, max_steps, steps, prompt_tokens, completion_tokens, tokens, cost_usd::float8,
-	max_cost_usd::float8, max_tokens, agent_type, deadline, wait_names, wait_call_id, report, error,
+	max_cost_usd::float8, max_tokens, max_subagents, agent_type, deadline, wait_names, wait_call_id, report, error,
 	created_at, started_at, updated_at, ended_at`
 
 func scanRun(row pgx.Row) (*Run, error) {
@@ -101,7 +103,7 @@ func scanRun(row pgx.Row) (*Run, error) {
 	err := row.Scan(&r.ID, &r.UserID, &r.ParentID, &r.RootID, &r.Depth, &r.Name, &r.Reason,
 		&r.Topic, &r.Model, &r.Dataset, &r.Status, &r.State, &r.MaxSteps, &r.Steps,
 		&r.PromptTokens, &r.CompletionTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
-		&r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID, &r.Report, &r.Error,
+		&r.MaxSubagents, &r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID, &r.Report, &r.Error,
 		&r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound

@@ -110,7 +110,8 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		p.MaxTokens = a.config.MaxTokens
 	}
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM gb_users WHERE id = $1 FOR NO KEY UPDATE", p.UserID); err != nil {
+		var userLimit *int
+		if err := tx.QueryRow(ctx, "SELECT max_subagents FROM gb_users WHERE id = $1 FOR NO KEY UPDATE", p.UserID).Scan(&userLimit); err != nil {
 			return fmt.Errorf("error locking user: %w", err)
 		}
 		if p.ScheduleKey != "" {
@@ -143,10 +144,11 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		// the new id, so this statement calls no sequence function (which
 		// would pin an RDS Proxy session).
 		run, err = scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
-				max_cost_usd, max_tokens, schedule_key)
-			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''))
+				max_cost_usd, max_tokens, schedule_key, max_subagents)
+			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''), $9)
 			RETURNING `+runColumns,
-			p.UserID, p.Topic, a.model.Name(), p.Dataset, p.MaxSteps, p.MaxCostUSD, p.MaxTokens, p.ScheduleKey))
+			p.UserID, p.Topic, a.model.Name(), p.Dataset, p.MaxSteps, p.MaxCostUSD, p.MaxTokens, p.ScheduleKey,
+			a.subagentLimit(userLimit)))
 		if err != nil {
 			return fmt.Errorf("error inserting research: %w", err)
 		}
@@ -302,4 +304,34 @@ func (a *Agent) Delete(ctx context.Context, userID, id int64) error {
 		}
 		return nil
 	})
+}
+
+// subagentLimit is how many sub-agents a new tree of a user may have: the
+// spec's ceiling, lowered by the server's setting and the user's own.
+func (a *Agent) subagentLimit(user *int) int {
+	n := MaxSubagentsPerTree
+	if a.config.MaxSubagents != nil {
+		n = min(n, *a.config.MaxSubagents)
+	}
+	if user != nil {
+		n = min(n, *user)
+	}
+	return max(n, 0)
+}
+
+// SetUserMaxSubagents sets how many sub-agents the user's new researches
+// may have (0: none, so roots get no spawning tools; nil: the server's
+// setting). Researches already started keep their bound.
+func SetUserMaxSubagents(ctx context.Context, db DB, name string, n *int) error {
+	if n != nil && (*n < 0 || *n > MaxSubagentsPerTree) {
+		return &FieldError{"max_subagents", fmt.Sprintf("must be 0 (no sub-agents) to %d", MaxSubagentsPerTree)}
+	}
+	tag, err := db.Exec(ctx, "UPDATE gb_users SET max_subagents = $2 WHERE name = $1", name, n)
+	if err != nil {
+		return fmt.Errorf("error setting the sub-agents of user %s: %w", name, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("no user named %q", name)
+	}
+	return nil
 }

@@ -98,8 +98,8 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 		return nil, toolErrorf("you already have a sub-agent named %q; pick another name", p.Name)
 	case mine >= MaxSubagentsPerAgent:
 		return nil, toolErrorf("limit reached: an agent may spawn at most %d sub-agents", MaxSubagentsPerAgent)
-	case inTree >= MaxSubagentsPerTree:
-		return nil, toolErrorf("limit reached: a research may have at most %d sub-agents in all", MaxSubagentsPerTree)
+	case inTree >= parent.MaxSubagents:
+		return nil, toolErrorf("limit reached: this research may have at most %d sub-agents in all", parent.MaxSubagents)
 	}
 	at, err := a.spawnType(p.Type)
 	if err != nil {
@@ -111,10 +111,11 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 		deadline = &d
 	}
 	child, err := scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs
-			(user_id, parent_id, root_id, depth, name, reason, topic, model, dataset, max_steps, agent_type, deadline)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+runColumns,
+			(user_id, parent_id, root_id, depth, name, reason, topic, model, dataset, max_steps, agent_type, deadline,
+			 max_subagents)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING `+runColumns,
 		parent.UserID, parent.ID, parent.RootID, parent.Depth+1, p.Name, p.Reason, p.Task,
-		parent.Model, parent.Dataset, min(p.MaxSteps, at.MaxSteps), at.Name, deadline))
+		parent.Model, parent.Dataset, min(p.MaxSteps, at.MaxSteps), at.Name, deadline, parent.MaxSubagents))
 	if err != nil {
 		return nil, fmt.Errorf("error inserting sub-agent: %w", err)
 	}

@@ -262,7 +262,7 @@ func (a *Agent) placeTools(run *Run) []string {
 	if a.web() {
 		names = append(names, toolWebSearch, toolFetch)
 	}
-	if run.Depth < MaxSubagentDepth {
+	if run.Depth < MaxSubagentDepth && run.MaxSubagents > 0 {
 		names = append(names, toolSpawnSubagent, toolWaitSubagents, toolCancelSubagent, toolReadReport)
 		if a.messenger != nil {
 			names = append(names, toolSendInput)
@@ -290,7 +290,7 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 	if a.web() {
 		parts = append(parts, prompts.Web)
 	}
-	canSpawn := run.Depth < MaxSubagentDepth
+	canSpawn := run.Depth < MaxSubagentDepth && run.MaxSubagents > 0
 	if canSpawn {
 		parts = append(parts, prompts.Spawn)
 	}

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,3 +216,57 @@ func startWorkerWithTypes(t *testing.T, b *testBundle, model llm.Model, types *j
 		_ = a.Stop(ctx)
 	})
 }
+
+func TestSpawningOffForAUserOffersNoSpawnTools(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var offered [][]string
+	model := &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		mu.Lock()
+		offered = append(offered, toolNames(req))
+		mu.Unlock()
+		return llm.Message{Content: "report"}, nil
+	}}
+	b := setup(t, setupOpts{model: model})
+	ctx := context.Background()
+	if err := jobs.SetUserMaxSubagents(ctx, b.pool, "alice", new(int)); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.SetUserMaxSubagents(ctx, b.pool, "alice", ptr(11)); err == nil {
+		t.Fatal("11 sub-agents accepted above the ceiling of 10")
+	}
+	off, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "no spawning"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, b.pool, off.ID, 20*time.Second)
+	if err := jobs.SetUserMaxSubagents(ctx, b.pool, "alice", ptr(2)); err != nil {
+		t.Fatal(err)
+	}
+	two, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "two at most"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, b.pool, two.ID, 20*time.Second)
+	if two, _ = jobs.GetRun(ctx, b.pool, two.ID); two.MaxSubagents != 2 {
+		t.Errorf("the second research may have %d sub-agents, want 2", two.MaxSubagents)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(offered[0], "spawn_subagent") || slices.Contains(offered[0], "wait_subagents") {
+		t.Errorf("with spawning off a root was offered %v", offered[0])
+	}
+	if !slices.Contains(offered[1], "spawn_subagent") {
+		t.Errorf("with 2 sub-agents allowed a root was offered %v", offered[1])
+	}
+	// The bound holds against concurrent spawns too (the tree's limit
+	// check under the root's lock): a third spawn is refused.
+	for i, want := range []string{"", "", "at most 2 sub-agents in all"} {
+		_, err := b.agent.SpawnForTest(ctx, two.ID, jobs.SpawnParams{Name: fmt.Sprintf("s%d", i), Reason: "r", Task: "t"})
+		if (err == nil) != (want == "") || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("spawn %d: %v, want %q", i, err, want)
+		}
+	}
+}
+
+func ptr(n int) *int { return &n }

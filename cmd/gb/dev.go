@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/infra/config"
 	"github.com/gbresearch/gb/infra/db"
@@ -77,7 +77,7 @@ func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
 		return nil, err
 	}
 	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(),
-		Fault: fault, Search: searcher, Fetch: fetcher, Work: true})
+		Fault: fault, Search: searcher, Fetch: fetcher, Types: cfg.Types, Work: true})
 	if err == nil {
 		err = agent.Start(ctx)
 	}
@@ -87,7 +87,7 @@ func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
 		return nil, err
 	}
 	return &stack{pool: pool, listener: listener, agent: agent, logger: logger,
-		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger})}, nil
+		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger, Notifier: listener})}, nil
 }
 
 // stop stops the worker, giving running steps a few seconds to commit.
@@ -131,11 +131,29 @@ func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(logs.NewThrottle(text, logs.ThrottleOptions{}))
 }
 
-func cmdDev(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:8080", "address to serve the API on")
-	if _, err := parseArgs(fs, args, 0, 0, "[--addr HOST:PORT]"); err != nil {
-		return err
+func devCmd() *cobra.Command {
+	var addr string
+	var riverUI bool
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Migrate, then serve the API and run a worker in one process",
+		Example: `  gb dev
+  gb dev --addr 127.0.0.1:9090 --river-ui   # River UI on http://127.0.0.1:9090/riverui/`,
+		Args: args(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), addr, riverUI, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to serve the API on")
+	cmd.Flags().BoolVar(&riverUI, "river-ui", false, "also serve River UI, the view of the job queue, at /riverui/ (loopback addresses only: it shows every user's jobs)")
+	return cmd
+}
+
+func runDev(ctx context.Context, addr string, riverUI bool, out io.Writer) error {
+	if riverUI {
+		if err := checkLoopback(addr); err != nil {
+			return err
+		}
 	}
 	logger := newLogger(os.Stderr)
 	s, err := startStack(ctx, logger)
@@ -143,25 +161,38 @@ func cmdDev(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer s.stop()
-	ln, err := net.Listen("tcp", *addr)
+	if riverUI {
+		if err := s.mountRiverUI(ctx); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("error listening on %s: %w", *addr, err)
+		return fmt.Errorf("error listening on %s: %w", addr, err)
 	}
 	fmt.Fprintf(out, "API on http://%s (model: %s); worker running. Ctrl-C stops.\n", ln.Addr(), s.agent.ModelName())
+	if riverUI {
+		fmt.Fprintf(out, "River UI on http://%s%s\n", ln.Addr(), riverUIPrefix)
+	}
 	return s.serve(ctx, ln)
 }
 
-func cmdWorker(ctx context.Context, args []string, out io.Writer) error {
-	if _, err := parseArgs(flag.NewFlagSet("worker", flag.ContinueOnError), args, 0, 0, ""); err != nil {
-		return err
+func workerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "worker",
+		Short:   "Run a worker only (steps of the queue; no API)",
+		Example: "  gb worker",
+		Args:    args(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger := newLogger(os.Stderr)
+			s, err := startStack(cmd.Context(), logger)
+			if err != nil {
+				return err
+			}
+			defer s.stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "worker running (model: %s). Ctrl-C stops.\n", s.agent.ModelName())
+			<-cmd.Context().Done()
+			return nil
+		},
 	}
-	logger := newLogger(os.Stderr)
-	s, err := startStack(ctx, logger)
-	if err != nil {
-		return err
-	}
-	defer s.stop()
-	fmt.Fprintf(out, "worker running (model: %s). Ctrl-C stops.\n", s.agent.ModelName())
-	<-ctx.Done()
-	return nil
 }

@@ -41,6 +41,11 @@ const (
 	// EnvSearchSecretARN is the Secrets Manager secret holding the search
 	// provider's key, in the Lambdas (instead of GB_SEARCH_API_KEY).
 	EnvSearchSecretARN = "GB_SEARCH_SECRET_ARN"
+	// EnvMaxSubagents lowers the sub-agents every tree may have (0 to 10;
+	// 0 turns spawning off).
+	EnvMaxSubagents = "GB_MAX_SUBAGENTS"
+	// EnvAgentTypesDir is a directory of operators' sub-agent types.
+	EnvAgentTypesDir = "GB_AGENT_TYPES_DIR"
 )
 
 // Config is the service's settings.
@@ -68,6 +73,10 @@ type Config struct {
 	// development.
 	FetchAllow []fetch.Rule
 	FetchPorts []uint16
+	// MaxSubagents, when set, is GB_MAX_SUBAGENTS.
+	MaxSubagents *int
+	// Types is the registry of sub-agent types, with GB_AGENT_TYPES_DIR's.
+	Types *jobs.Types
 }
 
 // Error is an invalid setting.
@@ -132,6 +141,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, &Error{EnvLogLevel, fmt.Sprintf("%q must be debug, info, warn or error", v)})
 		}
 	}
+	if v := getenv(EnvMaxSubagents); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > jobs.MaxSubagentsPerTree {
+			errs = append(errs, &Error{EnvMaxSubagents, fmt.Sprintf("%q must be a whole number from 0 (no sub-agents) to %d", v, jobs.MaxSubagentsPerTree)})
+		}
+		c.MaxSubagents = &n
+	}
+	types, err := jobs.LoadTypes(getenv(EnvAgentTypesDir))
+	if err != nil {
+		errs = append(errs, &Error{EnvAgentTypesDir, err.Error()})
+	}
+	c.Types = types
 	c.Search, c.SearchSecretARN = search.ConfigFromEnv(getenv), getenv(EnvSearchSecretARN)
 	if c.SearchSecretARN == "" || c.Search.APIKey != "" {
 		// With a secret, the key is read at start (infra/aws), then checked.
@@ -139,7 +160,6 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, err)
 		}
 	}
-	var err error
 	if c.FetchAllow, err = fetch.ParseAllow(getenv(fetch.EnvAllow)); err != nil {
 		errs = append(errs, err)
 	}
@@ -154,7 +174,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 
 // Agent returns the agent settings of the config.
 func (c Config) Agent() jobs.Config {
-	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens}
+	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens,
+		MaxSubagents: c.MaxSubagents}
 }
 
 // NewWeb returns the web search provider and page fetcher the settings ask

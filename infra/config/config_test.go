@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +83,21 @@ func TestFromEnvChecksTheWebSettings(t *testing.T) {
 	}
 	if s, f, err := (Config{}).NewWeb(nil); s != nil || f != nil || err != nil {
 		t.Fatalf("no provider must mean no web tools: %v %v %v", s, f, err)
+	}
+}
+
+func TestFromEnvReadsTheSubagentSwitchesAndTypes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.md"), []byte("---\nname: x\n---\nprompt"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x", EnvMaxSubagents: "11", EnvAgentTypesDir: dir}))
+	if err == nil || !strings.Contains(err.Error(), EnvMaxSubagents+":") || !strings.Contains(err.Error(), EnvAgentTypesDir+": agent type "+dir+"/bad.md: description: is required") {
+		t.Errorf("bad switches: %v", err)
+	}
+	c, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x", EnvMaxSubagents: "0"}))
+	if err != nil || c.Agent().MaxSubagents == nil || *c.Agent().MaxSubagents != 0 || c.Types == nil {
+		t.Fatalf("switches not read: %+v %v", c, err)
 	}
 }
