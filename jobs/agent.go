@@ -118,6 +118,7 @@ type Agent struct {
 	search    Searcher
 	fetch     Fetcher
 	types     *Types
+	models    []llm.Model // the models a sub-agent may be given, the default first
 	river     *river.Client[pgx.Tx]
 
 	mu       sync.Mutex
@@ -163,6 +164,10 @@ type Deps struct {
 	// web_search and fetch.
 	Search Searcher
 	Fetch  Fetcher
+	// Models are the models spawn_subagent may give a sub-agent, by name
+	// (the allow-list; Model is the default and is added first when
+	// missing). Empty means Model only.
+	Models []llm.Model
 	// Types is the registry of sub-agent types; nil means the built-in
 	// ones (LoadTypes("")).
 	Types *Types
@@ -186,6 +191,12 @@ func New(d Deps) (*Agent, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})
 	river.AddWorker(workers, &timeoutWorker{agent: a})
+	a.models = []llm.Model{d.Model}
+	for _, m := range d.Models {
+		if a.modelNamed(m.Name()) == nil {
+			a.models = append(a.models, m)
+		}
+	}
 	if a.types = d.Types; a.types == nil {
 		types, err := LoadTypes("")
 		if err != nil {
@@ -217,6 +228,34 @@ func (a *Agent) injectFault(point string) {
 	if a.fault != nil {
 		a.fault(point)
 	}
+}
+
+// modelNamed returns the model of that name, or nil.
+func (a *Agent) modelNamed(name string) llm.Model {
+	for _, m := range a.models {
+		if m.Name() == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// modelFor is the model a run works with: the one it records, or the
+// default when that one is not configured any more.
+func (a *Agent) modelFor(run *Run) llm.Model {
+	if m := a.modelNamed(run.Model); m != nil {
+		return m
+	}
+	return a.model
+}
+
+// modelNames lists the models a sub-agent may be given, the default first.
+func (a *Agent) modelNames() []string {
+	names := make([]string, len(a.models))
+	for i, m := range a.models {
+		names[i] = m.Name()
+	}
+	return names
 }
 
 // web reports whether agents get the web tools.

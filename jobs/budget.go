@@ -43,9 +43,10 @@ type UsageEstimator interface {
 	EstimateUsage(req llm.Request) llm.Usage
 }
 
-// estimateUsage is the most a request may use by the model's estimate.
-func (a *Agent) estimateUsage(req llm.Request) llm.Usage {
-	if e, ok := a.model.(UsageEstimator); ok {
+// estimateUsage is the most a request of the run may use by its model's
+// estimate.
+func (a *Agent) estimateUsage(run *Run, req llm.Request) llm.Usage {
+	if e, ok := a.modelFor(run).(UsageEstimator); ok {
 		return e.EstimateUsage(req)
 	}
 	n := len(req.System)
@@ -111,7 +112,7 @@ func (a *Agent) reserve(ctx context.Context, job *river.Job[StepArgs], run *Run,
 			return err
 		}
 		var est llm.Usage
-		v, reason, est = a.admit(b, req, closing)
+		v, reason, est = a.admit(run, b, req, closing)
 		if v != admitted {
 			return nil
 		}
@@ -167,14 +168,14 @@ func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 
 // admit decides on a call and shrinks its completion cap to what is left;
 // it returns the usage to reserve.
-func (a *Agent) admit(b budget, req *llm.Request, closing bool) (verdict, string, llm.Usage) {
+func (a *Agent) admit(run *Run, b budget, req *llm.Request, closing bool) (verdict, string, llm.Usage) {
 	share := 1 - reportShare
 	if closing {
 		share = 1
 	}
 	if b.maxTokens > 0 {
 		limit := int64(math.Floor(float64(b.maxTokens) * share))
-		promptEst := int64(a.estimateUsage(*req).PromptTokens)
+		promptEst := int64(a.estimateUsage(run, *req).PromptTokens)
 		need := promptEst + minCompletionTokens
 		if req.MaxCompletionTokens < minCompletionTokens {
 			need = promptEst + int64(req.MaxCompletionTokens)
@@ -187,7 +188,7 @@ func (a *Agent) admit(b budget, req *llm.Request, closing bool) (verdict, string
 		}
 		req.MaxCompletionTokens = int(min(int64(req.MaxCompletionTokens), limit-b.spentTokens-b.inFlightTokens-promptEst))
 	}
-	est := a.estimateUsage(*req)
+	est := a.estimateUsage(run, *req)
 	if b.maxCost > 0 {
 		limit := b.maxCost * share
 		switch {

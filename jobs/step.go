@@ -122,7 +122,7 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) 
 		a.release(ctx, job, res)
 		return err
 	}
-	resp, err := a.model.Complete(ctx, req)
+	resp, err := a.modelFor(run).Complete(ctx, req)
 	if err != nil {
 		a.release(ctx, job, res)
 		if interrupted(ctx) {

@@ -45,6 +45,9 @@ type SpawnParams struct {
 	MaxSteps int    `json:"max_steps"`
 	// Type names the sub-agent's type (DefaultType when empty).
 	Type string `json:"type"`
+	// Model names the sub-agent's model, one the operator allows (its
+	// parent's when empty).
+	Model string `json:"model"`
 }
 
 // check trims the texts and checks them, lengths in characters, and fills
@@ -105,6 +108,13 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 	if err != nil {
 		return nil, err
 	}
+	model := parent.Model
+	if p.Model != "" {
+		if a.modelNamed(p.Model) == nil {
+			return nil, toolErrorf("model %q is not allowed; the models are: %s", p.Model, strings.Join(a.modelNames(), ", "))
+		}
+		model = p.Model
+	}
 	var deadline *time.Time
 	if at.WallClock > 0 {
 		d := time.Now().Add(at.WallClock)
@@ -115,7 +125,7 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 			 max_subagents)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING `+runColumns,
 		parent.UserID, parent.ID, parent.RootID, parent.Depth+1, p.Name, p.Reason, p.Task,
-		parent.Model, parent.Dataset, min(p.MaxSteps, at.MaxSteps), at.Name, deadline, parent.MaxSubagents))
+		model, parent.Dataset, min(p.MaxSteps, at.MaxSteps), at.Name, deadline, parent.MaxSubagents))
 	if err != nil {
 		return nil, fmt.Errorf("error inserting sub-agent: %w", err)
 	}

@@ -25,7 +25,7 @@ func init() {
 	})
 }
 
-const spawnShape = `{"name": "...", "reason": "...", "task": "...", "max_steps": 1..40, "type": "researcher"}`
+const spawnShape = `{"name": "...", "reason": "...", "task": "...", "max_steps": 1..40, "type": "researcher", "model": "..."}`
 
 func runSpawn(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
 	var p SpawnParams

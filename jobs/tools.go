@@ -340,6 +340,10 @@ func (a *Agent) toolSpec(name string) llm.ToolSpec {
 	}
 	props["type"] = map[string]any{"type": "string", "enum": a.types.Names(),
 		"description": "the sub-agent's type (default " + DefaultType + "): " + a.types.describe()}
+	if len(a.models) > 1 {
+		props["model"] = map[string]any{"type": "string", "enum": a.modelNames(),
+			"description": "the sub-agent's model (default: yours)"}
+	}
 	if b, err := json.Marshal(params); err == nil {
 		spec.Parameters = b
 	}

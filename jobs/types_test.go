@@ -270,3 +270,68 @@ func TestSpawningOffForAUserOffersNoSpawnTools(t *testing.T) {
 }
 
 func ptr(n int) *int { return &n }
+
+// pricedModel is a scripted model of its own name and price per call.
+type pricedModel struct {
+	scriptModel
+	name  string
+	price float64
+}
+
+func (m *pricedModel) Name() string { return m.name }
+
+func (m *pricedModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	resp, err := m.scriptModel.Complete(ctx, req)
+	resp.Usage.CostUSD = m.price
+	return resp, err
+}
+
+func TestSubagentOnASecondModelPaysItsPrice(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var refused string
+	script := func(_ context.Context, req llm.Request) (llm.Message, error) {
+		if topic(req) == "on beta" {
+			return llm.Message{Content: "beta's report"}, nil
+		}
+		switch turns(req) {
+		case 0:
+			return llm.Message{ToolCalls: []llm.ToolCall{
+				toolCall("spawn_subagent", `{"name":"b","reason":"needs the bigger model","task":"on beta","model":"beta"}`),
+				toolCall("spawn_subagent", `{"name":"c","reason":"wants another","task":"on gamma","model":"gamma"}`)}}, nil
+		case 1:
+			mu.Lock()
+			refused = stepResults(req)
+			mu.Unlock()
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
+		}
+		return llm.Message{Content: "done"}, nil
+	}
+	alpha := &pricedModel{scriptModel{fn: script}, "alpha", 0.001}
+	beta := &pricedModel{scriptModel{fn: script}, "beta", 0.25}
+	b := setup(t, setupOpts{noWork: true})
+	a, err := jobs.New(jobs.Deps{Pool: b.pool, Model: alpha, Models: []llm.Model{alpha, beta}, Work: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	root, _, err := a.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitEnded(t, b.pool, root.ID, 30*time.Second); done.Status != jobs.StatusSucceeded || done.Model != "alpha" {
+		t.Fatalf("%s %q on %s", done.Status, done.Error, done.Model)
+	}
+	tree, _ := jobs.Tree(context.Background(), b.pool, root.ID)
+	if len(tree) != 2 || tree[1].Model != "beta" || tree[1].CostUSD != 0.25 || tree[0].CostUSD != 0.003 {
+		t.Fatalf("runs: %+v", tree)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(refused, `Error: model "gamma" is not allowed; the models are: alpha, beta`) {
+		t.Errorf("an unknown model was not refused with the list:\n%s", refused)
+	}
+}

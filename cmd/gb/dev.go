@@ -70,6 +70,12 @@ func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
 		pool.Close()
 		return nil, err
 	}
+	models, err := cfg.NewModels(logger)
+	if err != nil {
+		_ = listener.Stop(ctx)
+		pool.Close()
+		return nil, err
+	}
 	searcher, fetcher, err := cfg.NewWeb(logger)
 	if err != nil {
 		_ = listener.Stop(ctx)
@@ -77,7 +83,7 @@ func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
 		return nil, err
 	}
 	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(),
-		Fault: fault, Search: searcher, Fetch: fetcher, Types: cfg.Types, Work: true})
+		Fault: fault, Search: searcher, Fetch: fetcher, Types: cfg.Types, Models: models, Work: true})
 	if err == nil {
 		err = agent.Start(ctx)
 	}

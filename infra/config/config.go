@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gbresearch/gb/infra/fetch"
@@ -41,6 +43,9 @@ const (
 	// EnvSearchSecretARN is the Secrets Manager secret holding the search
 	// provider's key, in the Lambdas (instead of GB_SEARCH_API_KEY).
 	EnvSearchSecretARN = "GB_SEARCH_SECRET_ARN"
+	// EnvModels is the allow-list of models a sub-agent may be given,
+	// comma-separated; the first is the default (then GB_MODEL is not set).
+	EnvModels = "GB_MODELS"
 	// EnvMaxSubagents lowers the sub-agents every tree may have (0 to 10;
 	// 0 turns spawning off).
 	EnvMaxSubagents = "GB_MAX_SUBAGENTS"
@@ -73,6 +78,9 @@ type Config struct {
 	// development.
 	FetchAllow []fetch.Rule
 	FetchPorts []uint16
+	// Models is GB_MODELS: the models a sub-agent may be given, the
+	// default first.
+	Models []string
 	// MaxSubagents, when set, is GB_MAX_SUBAGENTS.
 	MaxSubagents *int
 	// Types is the registry of sub-agent types, with GB_AGENT_TYPES_DIR's.
@@ -148,6 +156,23 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.MaxSubagents = &n
 	}
+	if v := getenv(EnvModels); v != "" {
+		for _, m := range strings.Split(v, ",") {
+			if m = strings.TrimSpace(m); m == "" || slices.Contains(c.Models, m) {
+				errs = append(errs, &Error{EnvModels, fmt.Sprintf("%q must be model names separated by commas, each once", v)})
+				break
+			}
+			c.Models = append(c.Models, m)
+		}
+		switch {
+		case c.OpenAIKey == "" && c.OpenAISecretARN == "":
+			errs = append(errs, &Error{EnvModels, "needs OPENAI_API_KEY (the offline model is the only one without a key)"})
+		case c.Model != "" && len(c.Models) > 0 && c.Model != c.Models[0]:
+			errs = append(errs, &Error{EnvModels, fmt.Sprintf("its first model is the default: leave GB_MODEL unset or make it %q", c.Models[0])})
+		case len(c.Models) > 0:
+			c.Model = c.Models[0]
+		}
+	}
 	types, err := jobs.LoadTypes(getenv(EnvAgentTypesDir))
 	if err != nil {
 		errs = append(errs, &Error{EnvAgentTypesDir, err.Error()})
@@ -188,6 +213,20 @@ func (c Config) NewWeb(logger *slog.Logger) (jobs.Searcher, jobs.Fetcher, error)
 		return nil, nil, err
 	}
 	return s, fetch.New(fetch.Config{Allow: c.FetchAllow, Ports: c.FetchPorts, Logger: logger}), nil
+}
+
+// NewModels returns the models a sub-agent may be given (GB_MODELS), on
+// the same endpoint as the default; empty without GB_MODELS.
+func (c Config) NewModels(logger *slog.Logger) ([]llm.Model, error) {
+	var out []llm.Model
+	for _, name := range c.Models {
+		m, err := openai.New(openai.Config{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIKey, Model: name, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("error configuring model %s of %s: %w", name, EnvModels, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // NewModel returns the model the settings ask for: the OpenAI-compatible

@@ -101,3 +101,29 @@ func TestFromEnvReadsTheSubagentSwitchesAndTypes(t *testing.T) {
 		t.Fatalf("switches not read: %+v %v", c, err)
 	}
 }
+
+func TestFromEnvReadsTheModelsAllowList(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{EnvModels: "a,b"}, "needs OPENAI_API_KEY"},
+		{map[string]string{EnvModels: "a,,b", EnvOpenAIKey: "k"}, "each once"},
+		{map[string]string{EnvModels: "a,a", EnvOpenAIKey: "k"}, "each once"},
+		{map[string]string{EnvModels: "a,b", EnvOpenAIKey: "k", EnvModel: "b"}, `leave GB_MODEL unset or make it "a"`},
+	} {
+		tc.env[EnvDatabaseURL] = "postgres://x"
+		if _, err := FromEnv(env(tc.env)); err == nil || !strings.Contains(err.Error(), EnvModels+": ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.env, err, tc.want)
+		}
+	}
+	c, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x", EnvModels: "gpt-4o-mini, gpt-4o", EnvOpenAIKey: "k"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, err := c.NewModels(nil)
+	if err != nil || len(models) != 2 || models[1].Name() != "gpt-4o" || c.Model != "gpt-4o-mini" {
+		t.Fatalf("models %v (%v), default %q", models, err, c.Model)
+	}
+}
