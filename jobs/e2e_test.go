@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/messenger"
 )
 
 // TestOfflineResearchTree runs the offline policy on a three-part question
@@ -15,9 +18,20 @@ import (
 // message each other, and the root merges their reports.
 func TestOfflineResearchTree(t *testing.T) {
 	t.Parallel()
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		pool := dbtest.NewPool(t)
+		offlineTree(t, pool, withMessenger(t, pool), true)
+	})
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		offlineTree(t, dbtest.NewPool(t), messenger.Detach(messenger.NewChanMessenger()), false)
+	})
+}
+
+func offlineTree(t *testing.T, pool *pgxpool.Pool, msgr jobs.Messenger, transcript bool) {
 	ctx := context.Background()
-	pool := dbtest.NewPool(t)
-	b := setupOn(t, pool, setupOpts{msgr: withMessenger(t, pool)})
+	b := setupOn(t, pool, setupOpts{msgr: msgr})
 	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID,
 		Topic: "How do goroutines and channels synchronize work, and how does the context package carry " +
 			"cancellation, and how does net/http serve requests?"})
@@ -46,12 +60,20 @@ func TestOfflineResearchTree(t *testing.T) {
 	if !strings.Contains(done.Report, "https://pkg.go.dev/") || !strings.Contains(done.Report, "not a language model") {
 		t.Errorf("report:\n%s", done.Report)
 	}
+	var sent int
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_events WHERE root_id = $1 AND kind = 'message'`,
+		root.ID).Scan(&sent); err != nil || sent == 0 {
+		t.Fatalf("no sibling sent a message (%v)", err)
+	}
+	if !transcript {
+		return // an in-memory messenger keeps no transcript
+	}
 	msgs, err := b.agent.Transcript(ctx, root.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) == 0 {
-		t.Fatal("no sibling sent a message")
+	if len(msgs) != sent {
+		t.Fatalf("%d messages in the transcript, %d sent", len(msgs), sent)
 	}
 	for _, m := range msgs {
 		if m.ReadAt == nil {

@@ -13,12 +13,55 @@ import (
 type ChanMessenger struct {
 	mu      sync.Mutex
 	inboxes map[int64]chan Message
-	lastID  int64
+	// bells wake the waiters of an inbox (Wait) on a send or a close.
+	bells  map[int64]chan struct{}
+	lastID int64
 }
 
 // NewChanMessenger returns an empty in-memory messenger.
 func NewChanMessenger() *ChanMessenger {
-	return &ChanMessenger{inboxes: make(map[int64]chan Message)}
+	return &ChanMessenger{inboxes: make(map[int64]chan Message), bells: make(map[int64]chan struct{})}
+}
+
+// ring wakes every waiter of inbox id; the caller holds c.mu.
+func (c *ChanMessenger) ring(id int64) {
+	if b, ok := c.bells[id]; ok {
+		close(b)
+		delete(c.bells, id)
+	}
+}
+
+// Wait blocks until the inbox of id holds a message, without taking it, or
+// until wait passes or ctx ends; it reports whether a message is there. A
+// closed or missing inbox answers ErrNoInbox.
+func (c *ChanMessenger) Wait(ctx context.Context, id int64, wait time.Duration) (bool, error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		ch, ok := c.inboxes[id]
+		if !ok {
+			c.mu.Unlock()
+			return false, fmt.Errorf("waiting for run %d: %w", id, ErrNoInbox)
+		}
+		if len(ch) > 0 {
+			c.mu.Unlock()
+			return true, nil
+		}
+		bell, ok := c.bells[id]
+		if !ok {
+			bell = make(chan struct{})
+			c.bells[id] = bell
+		}
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-timer.C:
+			return false, nil
+		case <-bell:
+		}
+	}
 }
 
 var _ Messenger = (*ChanMessenger)(nil)
@@ -39,6 +82,7 @@ func (c *ChanMessenger) Close(_ context.Context, id int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.inboxes, id)
+	c.ring(id)
 	return nil
 }
 
@@ -56,6 +100,7 @@ func (c *ChanMessenger) Send(_ context.Context, m Message) error {
 	m.ReadAt = nil
 	select {
 	case ch <- m:
+		c.ring(m.To)
 		return nil
 	default:
 		return fmt.Errorf("sending to run %d: %w", m.To, ErrInboxFull)
