@@ -6,7 +6,8 @@
 // 405s and redirects. While the database is unreachable the API answers 503
 // with a Retry-After header.
 //
-// It may import jobs and its subpackages; it knows nothing of Lambda.
+// It may import jobs and its subpackages, and infra/dashboard (the web
+// dashboard it serves under /ui/); it knows nothing of Lambda.
 package httpapi
 
 import (
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gbresearch/gb/infra/dashboard"
 	"github.com/gbresearch/gb/jobs"
 )
 
@@ -47,6 +49,15 @@ var Routes = []Route{
 	{"GET", "/v1/gb/research/{id}/events"},
 	{"GET", "/v1/gb/research/{id}/messages"},
 	{"POST", "/v1/gb/research/{id}/messages"},
+	{"GET", "/v1/gb/research/{id}/sources"},
+}
+
+// PublicRoutes are the routes served without an API key: the OpenAPI
+// description of the routes, and the liveness check. They are kept apart from Routes until the
+// deployment template routes them too.
+var PublicRoutes = []Route{
+	{"GET", "/v1/gb/openapi.json"},
+	{"GET", "/healthz"},
 }
 
 // Deps are what the API is built from.
@@ -62,6 +73,13 @@ type Deps struct {
 	// an unreachable database answers 503 instead of hanging; 0 means
 	// DefaultDBTimeout.
 	DBTimeout time.Duration
+	// Notifier wakes a long poll on a tree's events as soon as one lands
+	// (the process's *messenger.Listener); nil means the poll re-reads on
+	// its fallback timer only.
+	Notifier jobs.Notifier
+	// EventFallback is how often a long poll re-reads the events whatever
+	// the notifier says; 0 means jobs.EventFallbackDefault.
+	EventFallback time.Duration
 }
 
 type api struct {
@@ -83,14 +101,24 @@ func New(d Deps) http.Handler {
 		{"GET", "/v1/gb/research/{id}/events"}:    a.events,
 		{"GET", "/v1/gb/research/{id}/messages"}:  a.messages,
 		{"POST", "/v1/gb/research/{id}/messages"}: a.sendMessage,
+		{"GET", "/v1/gb/research/{id}/sources"}:   a.sources,
+	}
+	public := map[Route]http.HandlerFunc{
+		{"GET", "/v1/gb/openapi.json"}: serveOpenAPI,
+		{"GET", "/healthz"}:            health,
 	}
 	mux := http.NewServeMux()
 	for _, r := range Routes {
 		mux.Handle(r.Method+" "+r.Path, a.auth(handlers[r]))
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	for _, r := range PublicRoutes {
+		mux.Handle(r.Method+" "+r.Path, public[r])
+	}
+	// The web dashboard (infra/dashboard): static pages, served without a
+	// key, that call the routes above with the key the user signs in with.
+	for _, p := range dashboard.Patterns {
+		mux.Handle("GET "+p, dashboard.Handler())
+	}
 	// No catch-all pattern: it would turn the mux's 405s into 404s. The
 	// mux's own 404, 405 and redirect answers get JSON bodies from
 	// jsonErrors instead.
@@ -158,6 +186,7 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, jobs.ErrNotWorking), errors.Is(err, jobs.ErrNoInbox):
 		writeError(w, http.StatusConflict, "no_inbox", "", err.Error())
 	case errors.Is(err, jobs.ErrTooManyWorking):
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterTooManySeconds))
 		writeError(w, http.StatusTooManyRequests, "too_many_working", "", err.Error())
 	default:
 		a.internal(w, r, err)

@@ -1,0 +1,157 @@
+package dashboard_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gbresearch/gb/jobs"
+)
+
+// chromiumPath is Debian's chromium, which the browser test drives.
+const chromiumPath = "/usr/bin/chromium"
+
+// xssReport is a report as a hostile page could make a model write it:
+// every piece of markup in it must show as text.
+const xssReport = "# Report with markup\n\n" +
+	"<script>window.__xss = 'script'</script>\n\n" +
+	"An image: <img src=x onerror=\"window.__xss = 'img'\"> and a [link](javascript:window.__xss='link') " +
+	"and <a href=\"javascript:window.__xss='a'\">raw</a>.\n\n" +
+	"- **bold** item with <b onmouseover=\"window.__xss='b'\">tags</b>\n" +
+	"- see https://pkg.go.dev/context\n"
+
+// TestDashboardInBrowser serves the dashboard on a real stack and runs
+// e2e/run.mjs, which drives Chromium through playwright-core: it signs in,
+// starts the demo research, watches the tree grow and finish, opens a
+// sub-agent, reads the report, and checks that a report and topic full of
+// markup show as text. Screenshots go to .data/screenshots/ at the top of
+// the repository. Without node, Chromium or playwright-core the test skips;
+// under CI=true it fails. GB_E2E_IGNORE_WAIT=true hides the wait parameter
+// of the events route from the server, to check that the page still follows
+// a tree when the server answers its long polls at once.
+func TestDashboardInBrowser(t *testing.T) {
+	node := browserTools(t)
+	s := startStack(t, 150*time.Millisecond, os.Getenv("GB_E2E_IGNORE_WAIT") == "true")
+	ctx := context.Background()
+
+	// A finished run whose topic and report hold markup.
+	xss, _, err := s.agent.StartResearch(ctx, jobs.StartParams{UserID: s.userID, MaxSteps: 3,
+		Topic: `What does <img src=x onerror="window.__xss='topic'"> do to a page?`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, s.pool, xss.ID, 30*time.Second)
+	if _, err := s.pool.Exec(ctx, "UPDATE gb_agent_research_runs SET report = $1 WHERE id = $2", xssReport, xss.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	shots := filepath.Join(repoRoot(t), ".data", "screenshots")
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, node, "e2e/run.mjs", s.srv.URL, s.key, strconv.FormatInt(xss.ID, 10))
+	cmd.Env = append(os.Environ(), "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromiumPath)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var started int64
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		t.Log(line)
+		if v, ok := strings.CutPrefix(line, "started run "); ok {
+			started, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("browser test failed: %v (screenshots in %s)", err, shots)
+	}
+
+	// What the browser saw is what the database holds: the research it
+	// started is a succeeded root with its three sub-agents.
+	if started == 0 {
+		t.Fatal("run.mjs did not say which run it started")
+	}
+	tree, err := jobs.Tree(ctx, s.pool, started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tree) != 4 || tree[0].ID != started || tree[0].Status != jobs.StatusSucceeded {
+		t.Fatalf("run %d: tree of %d runs, root %s; want a succeeded root and 3 sub-agents", started, len(tree), tree[0].Status)
+	}
+	// The page followed the tree by long polls, not by a request per tick.
+	t.Logf("%d requests for events, %d of them long polls", s.eventPolls.Load(), s.longPolls.Load())
+	if s.longPolls.Load() == 0 {
+		t.Error("the dashboard never long-polled the events")
+	}
+}
+
+// browserTools returns node's path once node, Chromium and playwright-core
+// are there; it installs playwright-core with npm ci when only that is
+// missing. What cannot be had skips the test, or fails it under CI=true.
+func browserTools(t *testing.T) string {
+	t.Helper()
+	missing := func(what string) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s under CI=true (.ci/run installs it)", what)
+		}
+		t.Skip(what)
+	}
+	if testing.Short() {
+		t.Skip("the browser test is not short")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not installed")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		missing(chromiumPath + " is missing: apt-get install -y chromium")
+	}
+	if _, err := os.Stat("e2e/node_modules/playwright-core/package.json"); errors.Is(err, os.ErrNotExist) {
+		npm, err := exec.LookPath("npm")
+		if err != nil {
+			missing("playwright-core is not installed and npm is missing: run npm ci in infra/dashboard/e2e")
+		}
+		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+		cmd.Dir = "e2e"
+		if b, err := cmd.CombinedOutput(); err != nil {
+			missing("npm ci in infra/dashboard/e2e failed: " + err.Error() + "\n" + string(b))
+		}
+	}
+	return node
+}
+
+// repoRoot is the folder of go.mod above the test's folder.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above " + dir)
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,45 @@
+// Formatting of the values runs carry.
+import { h, classWord } from './dom.js';
+
+const ints = new Intl.NumberFormat('en-US');
+
+export function fmtInt(n) { return ints.format(Number(n) || 0); }
+
+export function fmtCost(c) { return '$' + (Number(c) || 0).toFixed(4); }
+
+// fmtTime is the local time of day of an RFC 3339 time, or ''.
+export function fmtTime(s) {
+  const d = s ? new Date(s) : null;
+  return d && !isNaN(d) ? d.toLocaleTimeString('en-GB', { hour12: false }) : '';
+}
+
+// fmtDateTime is the local date and time of an RFC 3339 time, or ''.
+export function fmtDateTime(s) {
+  const d = s ? new Date(s) : null;
+  return d && !isNaN(d) ? d.toLocaleString('en-GB', { hour12: false }) : '';
+}
+
+// ago is how long before now s was, roughly: "5s ago", "3m ago".
+export function ago(s) {
+  const d = s ? new Date(s) : null;
+  if (!d || isNaN(d)) return '';
+  const sec = Math.max(0, Math.round((Date.now() - d.getTime()) / 1000));
+  if (sec < 60) return sec + 's ago';
+  if (sec < 3600) return Math.floor(sec / 60) + 'm ago';
+  if (sec < 86400) return Math.floor(sec / 3600) + 'h ago';
+  return Math.floor(sec / 86400) + 'd ago';
+}
+
+// truncate cuts s to n characters (code points, never half of one).
+export function truncate(s, n) {
+  const a = Array.from(String(s ?? ''));
+  return a.length > n ? a.slice(0, n - 1).join('') + '…' : a.join('');
+}
+
+// badge shows a run's status.
+export function badge(status) {
+  return h('span', { class: 'badge s-' + classWord(status) }, status || '?');
+}
+
+// ended reports whether a run has finished.
+export function ended(run) { return run.status === 'succeeded' || run.status === 'failed'; }

@@ -1,0 +1,155 @@
+// The panels of a run's page, each rebuilt from the API's answers with
+// text nodes only; the report goes through the Markdown renderer.
+import { api } from './api.js';
+import { h, fill, extLink, classWord } from './dom.js';
+import { badge, ended, fmtCost, fmtDateTime, fmtInt, fmtTime, truncate } from './format.js';
+import { renderMarkdown } from './markdown.js';
+
+// renderHead shows the run: name, status, topic, model, usage, lineage,
+// and a cancel button while it works.
+export function renderHead(el, run, app) {
+  const facts = [
+    ['Status', badge(run.status)],
+    ['State', run.state],
+    ['Steps', run.steps + '/' + run.max_steps],
+    ['Tokens', fmtInt(run.tokens)],
+    ['Cost', fmtCost(run.cost_usd)],
+    [run.parent_id ? 'Subtree' : 'Tree', run.tree ? run.tree.runs + ' agents, ' + run.tree.working + ' working, ' + fmtInt(run.tree.tokens) + ' tokens' : ''],
+    ['Model', run.model],
+    ['Dataset', run.dataset],
+    ['Created', fmtDateTime(run.created_at)],
+    ['Elapsed', run.elapsed || ''],
+  ];
+  const lineage = [];
+  if (run.parent_id) {
+    lineage.push('Sub-agent of ', h('a', { href: '#/runs/' + run.parent_id }, '#' + run.parent_id));
+    if (run.root_id !== run.parent_id) lineage.push(' in the tree of ', h('a', { href: '#/runs/' + run.root_id }, '#' + run.root_id));
+  }
+  const actions = h('div', { class: 'actions' });
+  if (!ended(run)) {
+    actions.append(h('button', { type: 'button', class: 'danger', id: 'cancel', onclick: async (ev) => {
+      if (!window.confirm('Cancel run #' + run.id + ' and its sub-agents?')) return;
+      ev.target.disabled = true;
+      try { await api('/v1/gb/research/' + run.id + '/cancel', { method: 'POST' }); } catch (e) { app.failed(e); ev.target.disabled = false; }
+    } }, 'Cancel'));
+  }
+  fill(el,
+    h('div', { class: 'title-row' },
+      h('h1', { id: 'run-title' }, h('span', { class: 'muted' }, '#' + run.id + ' '), run.name || 'research'), actions),
+    lineage.length ? h('p', { class: 'lineage' }, lineage) : null,
+    run.reason ? h('p', { class: 'reason' }, h('strong', {}, 'Reason: '), run.reason) : null,
+    h('p', { class: 'topic-full', id: 'run-topic' }, run.topic),
+    h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+    run.error ? h('p', { class: 'note error', id: 'run-error' }, run.error) : null);
+}
+
+// renderTree shows the runs of a tree nested under their parents, the
+// current one marked, and the tree's totals.
+export function renderTree(el, tree, currentID) {
+  const kids = new Map();
+  for (const r of tree.runs) {
+    const p = r.parent_id ?? 0;
+    if (!kids.has(p)) kids.set(p, []);
+    kids.get(p).push(r);
+  }
+  const ids = new Set(tree.runs.map((r) => r.id));
+  const order = [];
+  const walk = (r) => { order.push(r); for (const k of kids.get(r.id) || []) walk(k); };
+  for (const r of tree.runs) if (r.parent_id == null || !ids.has(r.parent_id)) walk(r);
+  const rows = order.map((r) => h('tr', {
+    'data-run-id': r.id, 'data-status': r.status, 'data-depth': r.depth,
+    class: r.id === currentID ? 'current' : '',
+  },
+  h('td', { class: 'name depth-' + Math.min(r.depth, 4) },
+    r.depth > 0 ? h('span', { class: 'branch' }, '└ ') : null,
+    h('a', { href: '#/runs/' + r.id, class: 'run-link' }, r.name || 'research'), h('span', { class: 'muted' }, ' #' + r.id)),
+  h('td', { class: 'reason-cell', title: r.reason }, truncate(r.reason, 160)),
+  h('td', {}, badge(r.status)),
+  h('td', {}, r.state),
+  h('td', { class: 'num' }, r.steps + '/' + r.max_steps),
+  h('td', { class: 'num' }, fmtInt(r.tokens)),
+  h('td', { class: 'num' }, fmtCost(r.cost_usd)),
+  h('td', { title: fmtDateTime(r.updated_at) }, fmtTime(r.updated_at))));
+  const t = tree.totals || {};
+  el.replaceChildren(h('table', { class: 'grid', id: 'tree-table' },
+    h('thead', {}, h('tr', {}, ['Agent', 'Reason', 'Status', 'State', 'Steps', 'Tokens', 'Cost', 'Updated'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, rows),
+    h('tfoot', {}, h('tr', {},
+      h('td', {}, t.runs + ' agents'), h('td', {}, t.working ? t.working + ' working' : 'all ended'), h('td', {}), h('td', {}),
+      h('td', { class: 'num' }, String(t.steps)), h('td', { class: 'num' }, fmtInt(t.tokens)),
+      h('td', { class: 'num' }, fmtCost(t.cost_usd)), h('td', {})))));
+}
+
+const shownReports = new WeakMap();
+
+// renderReport shows the run's report, rendered from Markdown; an unchanged
+// report is left as it is, so a reader's selection survives a refresh.
+export function renderReport(el, run) {
+  const key = run.status + '\n' + run.report;
+  if (shownReports.get(el) === key) return;
+  shownReports.set(el, key);
+  if (run.report) {
+    el.replaceChildren(renderMarkdown(run.report));
+  } else {
+    el.replaceChildren(h('p', { class: 'muted' }, ended(run) ? 'This agent wrote no report.' : 'The report appears when this agent finishes.'));
+  }
+}
+
+// eventRow is one line of the timeline: seq, time, agent, kind, detail.
+export function eventRow(ev, names) {
+  return h('tr', { 'data-seq': ev.seq, 'data-kind': ev.kind },
+    h('td', { class: 'num muted' }, String(ev.seq)),
+    h('td', { title: fmtDateTime(ev.at) }, fmtTime(ev.at)),
+    h('td', { class: 'agent' }, h('a', { href: '#/runs/' + ev.run_id }, names.get(ev.run_id) || '#' + ev.run_id)),
+    h('td', {}, h('span', { class: 'kind k-' + classWord(ev.kind) }, ev.kind)),
+    h('td', { class: 'detail' }, truncate(detail(ev), 240)));
+}
+
+function detail(ev) {
+  const d = ev.data || {};
+  const list = (v) => (Array.isArray(v) ? v.join(', ') : String(v ?? ''));
+  switch (ev.kind) {
+    case 'queued': return d.topic || '';
+    case 'spawned': return (d.name || '') + (d.reason ? ': ' + d.reason : '');
+    case 'step': return 'step ' + d.step + (d.tools && d.tools.length ? ' → ' + list(d.tools) : ' → answer') + ' · ' + fmtInt(d.tokens) + ' tokens';
+    case 'tool': return 'step ' + d.step + ': ' + d.tool + (d.error ? ' (error)' : '');
+    case 'message': return (d.from ? d.from + ' ' : '') + '→ ' + (d.to || '');
+    case 'waiting': return 'for ' + list(d.names);
+    case 'resumed': return '';
+    case 'completed': return d.steps !== undefined ? d.steps + ' steps' : '';
+    case 'failed': case 'cancelled': case 'budget_exhausted': return d.error || '';
+    case 'repaired': return [d.action, d.why].filter(Boolean).join(': ');
+    default: return JSON.stringify(d);
+  }
+}
+
+// renderMessages shows the transcript of messages between the agents.
+export function renderMessages(el, msgs) {
+  if (!msgs.length) {
+    el.replaceChildren(h('p', { class: 'muted' }, 'No messages yet.'));
+    return;
+  }
+  el.replaceChildren(h('ol', { class: 'messages' }, msgs.map((m) => h('li', { 'data-message-id': m.id },
+    h('div', { class: 'msg-head' },
+      h('strong', {}, m.from), ' → ', h('strong', {}, m.to),
+      h('span', { class: 'muted' }, ' · ' + fmtTime(m.sent_at) + (m.read_at ? ' · read ' + fmtTime(m.read_at) : ' · unread'))),
+    h('div', { class: 'msg-text' }, m.text)))));
+}
+
+// renderSources shows what the agents fetched and what their results cited.
+export function renderSources(el, sources, names) {
+  if (!sources.length) {
+    el.replaceChildren(h('p', { class: 'muted' }, 'No sources yet.'));
+    return;
+  }
+  el.replaceChildren(h('table', { class: 'grid compact', id: 'sources-table' },
+    h('thead', {}, h('tr', {}, ['Agent', 'Step', 'Kind', 'Source', 'Status', 'Bytes', 'At'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, sources.map((s) => h('tr', {},
+      h('td', {}, names.get(s.run_id) || '#' + s.run_id),
+      h('td', { class: 'num' }, String(s.step ?? '')),
+      h('td', {}, s.kind),
+      h('td', { class: 'source' }, extLink(s.url, s.title || s.url), s.title && s.url ? h('div', { class: 'muted url' }, truncate(s.url, 100)) : null),
+      h('td', {}, String(s.status ?? '')),
+      h('td', { class: 'num' }, s.bytes == null ? '' : fmtInt(s.bytes)),
+      h('td', { title: fmtDateTime(s.at) }, fmtTime(s.at)))))));
+}
