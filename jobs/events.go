@@ -24,6 +24,10 @@ const (
 	EventCompleted = "completed"
 	EventFailed    = "failed"
 	EventCancelled = "cancelled"
+	EventTimedOut  = "timed_out"
+	// EventBlocked: a tool call refused because the agent's type does not
+	// allow the tool.
+	EventBlocked = "blocked"
 	// EventRepaired: the maintenance pass gave a run a way forward it had
 	// lost (a new step job, a resume, or an end that explains it).
 	EventRepaired = "repaired"
@@ -36,7 +40,10 @@ const (
 // every tree, so within a tree it orders the events and serves as the
 // cursor of Events (after=Seq).
 type Event struct {
-	Seq      int64  `json:"seq"`
+	Seq int64 `json:"seq"`
+	// N is the event's place in its tree's timeline, from 1: the per-tree
+	// sequence number people read. Seq is the cursor.
+	N        int64  `json:"n"`
 	RootID   int64  `json:"root_id"`
 	RunID    int64  `json:"run_id"`
 	ParentID *int64 `json:"parent_id"`
@@ -72,7 +79,11 @@ SELECT pg_notify($6, ins.root_id::text)
 FROM ins JOIN gb_event_waiters w ON w.root_id = ins.root_id
 WHERE w.waiting_until > now()`
 
-// addEvent appends an event for run to its tree's timeline.
+// addEvent appends an event for run to its tree's timeline. Every caller
+// holds the tree's root lock (or, starting a research, has just inserted
+// the root), so the events of a tree take their numbers in the order their
+// transactions commit: a reader that has seen seq N never misses an event
+// below it that commits later.
 func addEvent(ctx context.Context, db DB, run *Run, kind string, data map[string]any) error {
 	if data == nil {
 		data = map[string]any{}
@@ -90,12 +101,14 @@ func addEvent(ctx context.Context, db DB, run *Run, kind string, data map[string
 
 // Events returns the events of a tree after seq, oldest first, at most limit.
 func Events(ctx context.Context, db DB, rootID, after int64, limit int) ([]Event, error) {
-	rows, err := db.Query(ctx, `SELECT e.seq, e.root_id, e.run_id, e.parent_id,
-			CASE WHEN e.run_id = e.root_id THEN 'root'
-			     ELSE coalesce(nullif(r.name, ''), '#' || e.run_id) END,
-			e.kind, e.data, e.at
-		FROM gb_agent_research_events e LEFT JOIN gb_agent_research_runs r ON r.id = e.run_id
-		WHERE e.root_id = $1 AND e.seq > $2 ORDER BY e.seq LIMIT $3`,
+	rows, err := db.Query(ctx, `SELECT seq, n, root_id, run_id, parent_id, agent, kind, data, at FROM (
+			SELECT e.seq, row_number() OVER (ORDER BY e.seq) AS n, e.root_id, e.run_id, e.parent_id,
+				CASE WHEN e.run_id = e.root_id THEN 'root'
+				     ELSE coalesce(nullif(r.name, ''), '#' || e.run_id) END AS agent,
+				e.kind, e.data, e.at
+			FROM gb_agent_research_events e LEFT JOIN gb_agent_research_runs r ON r.id = e.run_id
+			WHERE e.root_id = $1) AS t
+		WHERE seq > $2 ORDER BY seq LIMIT $3`,
 		rootID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("error reading events: %w", err)
@@ -112,10 +125,11 @@ type Notifier interface {
 
 // EventWait is a long poll on a tree's events.
 type EventWait struct {
+	// RootID is the root run of the tree.
 	RootID int64
 	// After is the seq of the last event the reader has.
 	After int64
-	// Limit is the most events returned.
+	// Limit is the most events returned at once.
 	Limit int
 	// Wait is how long to wait for an event when there is none yet, at
 	// most MaxEventWait; 0 answers at once.

@@ -91,7 +91,7 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) 
 		// The root writes its report, from the share of the budget kept
 		// for it, with no tools left.
 		last = true
-		if err := addEvent(ctx, a.pool, run, EventBudget, map[string]any{"error": why}); err != nil {
+		if err := a.recordBudgetStop(ctx, run, why); err != nil {
 			return err
 		}
 		if req, err = a.request(run, append(history, prelude...), true, true); err != nil {
@@ -158,6 +158,19 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) 
 		a.observer.StepCommitted(run.ID, step, time.Now())
 	}
 	return nil
+}
+
+// recordBudgetStop records on the tree that its budget stopped the root's
+// research, with the tree locked like every writer of its events, so that
+// a tree's event numbers follow its commits.
+func (a *Agent) recordBudgetStop(ctx context.Context, seen *Run, why string) error {
+	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		run, err := a.lockTree(ctx, tx, seen)
+		if err != nil || run == nil {
+			return err
+		}
+		return addEvent(ctx, tx, run, EventBudget, map[string]any{"error": why})
+	})
 }
 
 // findings is what a run's sub-agents reported, for a run that has to end

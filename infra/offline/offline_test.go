@@ -3,8 +3,10 @@ package offline
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -95,5 +97,24 @@ func TestMergesSubagentReportsRenumbered(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+func TestMultiByteTopicsStayValidUTF8(t *testing.T) {
+	t.Parallel()
+	task := "éléphants et goroutines, qu'est-ce que c'est? 日本語のチャネルはどう動く? ünïcode everywhere?"
+	if got := capitalize("émile"); got != "Émile" {
+		t.Errorf("capitalize: %q", got)
+	}
+	for i, p := range splitQuestion(task) {
+		if !utf8.ValidString(p) {
+			t.Errorf("part %q is not valid UTF-8", p)
+		}
+		if name := partName(p, i); !regexp.MustCompile(`^[A-Za-z0-9-]{1,40}$`).MatchString(name) {
+			t.Errorf("part name %q is not a valid sub-agent name", name)
+		}
+	}
+	if s := oneLine(strings.Repeat("日", 50), 7); !utf8.ValidString(s) || utf8.RuneCountInString(s) != 7 {
+		t.Errorf("oneLine cut %q", s)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // source is a text the report may quote: a document, a message or a
@@ -126,7 +127,7 @@ func keepParts(parts []string) []string {
 			if !strings.HasSuffix(p, "?") {
 				p += "?"
 			}
-			out = append(out, strings.ToUpper(p[:1])+p[1:])
+			out = append(out, capitalize(p))
 		}
 		if len(out) == 5 {
 			break
@@ -141,19 +142,26 @@ func keepParts(parts []string) []string {
 // partName names the sub-agent of a part from its first meaningful words.
 func partName(p string, i int) string {
 	ws := strings.Fields(keywords(p, 2))
+	// Sub-agent names are ASCII letters, digits and dashes.
 	name := strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' {
+		if r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-') {
 			return r
 		}
 		return '-'
 	}, strings.Join(ws, "-"))
-	if name == "" {
-		name = "part"
-	}
 	if len(name) > 30 {
 		name = name[:30]
 	}
-	return fmt.Sprintf("%s-%d", strings.Trim(name, "-"), i+1)
+	if name = strings.Trim(name, "-"); name == "" {
+		name = "part"
+	}
+	return fmt.Sprintf("%s-%d", name, i+1)
+}
+
+// capitalize upper-cases the first character of s.
+func capitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // sentences splits text into sentences: it joins wrapped lines and ends a
