@@ -54,8 +54,8 @@ func TestWaitEventsWakesSoonAfterTheCommit(t *testing.T) {
 		committed := time.Now()
 		evs := <-got
 		lat = append(lat, time.Since(committed))
-		if len(evs) != 1 || evs[0].Kind != jobs.EventStep || evs[0].Agent != "root" {
-			t.Fatalf("trial %d: got %+v, want the one step event of root", i, evs)
+		if len(evs) != 1 || evs[0].Kind != jobs.EventStep || evs[0].Agent != "root" || evs[0].N != int64(i+2) {
+			t.Fatalf("trial %d: got %+v, want the one step event of root, number %d of its tree", i, evs, i+2)
 		}
 		after = evs[0].Seq
 	}

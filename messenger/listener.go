@@ -58,15 +58,27 @@ type Listener struct {
 	done chan struct{}
 
 	mu      sync.Mutex
-	waiters map[int64]map[*waiter]struct{}
+	waiters map[waitKey]map[*waiter]struct{}
+	// channels are the channels to LISTEN on; channels[c] is set once the
+	// current connection listens on c. interrupt, while set, ends the
+	// current wait for a notification so a new channel is listened on.
+	channels  map[string]bool
+	interrupt context.CancelFunc
 
 	pid atomic.Uint32
 }
 
+// waitKey names what a waiter waits for: a notification on channel whose
+// payload is id.
+type waitKey struct {
+	channel string
+	id      int64
+}
+
 // waiter is one blocked receiver; c holds at most one pending wake-up.
 type waiter struct {
-	id int64
-	c  chan struct{}
+	key waitKey
+	c   chan struct{}
 }
 
 func (w *waiter) wake() {
@@ -89,7 +101,8 @@ func NewListener(pool *pgxpool.Pool, logger *slog.Logger) *Listener {
 		backoffMax: reconnectMax,
 		keepalive:  keepaliveDefault,
 		pingTO:     pingTimeoutDefault,
-		waiters:    make(map[int64]map[*waiter]struct{}),
+		waiters:    make(map[waitKey]map[*waiter]struct{}),
+		channels:   map[string]bool{notifyChannel: false},
 	}
 }
 
@@ -192,10 +205,19 @@ func jitter(d time.Duration) time.Duration {
 // that one that died silently is replaced within keepalive+ping timeout.
 func (l *Listener) listen(ctx context.Context, conn *pgx.Conn) error {
 	for {
+		if err := l.listenNew(ctx, conn); err != nil {
+			return err
+		}
 		wctx, cancel := context.WithTimeout(ctx, l.keepalive)
+		l.setInterrupt(cancel)
 		n, err := conn.WaitForNotification(wctx)
 		quiet := errors.Is(wctx.Err(), context.DeadlineExceeded)
+		interrupted := errors.Is(wctx.Err(), context.Canceled) && ctx.Err() == nil
+		l.setInterrupt(nil)
 		cancel()
+		if err != nil && interrupted && !conn.IsClosed() {
+			continue // a channel to listen on was added
+		}
 		if err != nil {
 			if ctx.Err() != nil || !quiet || conn.IsClosed() {
 				return fmt.Errorf("waiting for notifications: %w", err)
@@ -210,11 +232,48 @@ func (l *Listener) listen(ctx context.Context, conn *pgx.Conn) error {
 		}
 		id, err := strconv.ParseInt(n.Payload, 10, 64)
 		if err != nil {
-			l.wakeAll()
+			l.wakeChannel(n.Channel)
 			continue
 		}
-		l.wakeID(id)
+		l.wakeID(waitKey{n.Channel, id})
 	}
+}
+
+// setInterrupt records how to end the current wait for a notification;
+// a channel added since listenNew ends it at once.
+func (l *Listener) setInterrupt(cancel context.CancelFunc) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.interrupt = cancel
+	for _, on := range l.channels {
+		if !on && cancel != nil {
+			cancel()
+			return
+		}
+	}
+}
+
+// listenNew LISTENs on the channels conn does not listen on yet, then
+// wakes their waiters, who may have missed a notification before.
+func (l *Listener) listenNew(ctx context.Context, conn *pgx.Conn) error {
+	l.mu.Lock()
+	var todo []string
+	for c, on := range l.channels {
+		if !on {
+			todo = append(todo, c)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range todo {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{c}.Sanitize()); err != nil {
+			return fmt.Errorf("starting to listen on %s: %w", c, err)
+		}
+		l.mu.Lock()
+		l.channels[c] = true
+		l.mu.Unlock()
+		l.wakeChannel(c)
+	}
+	return nil
 }
 
 // connect opens a connection with the pool's settings (outside the pool,
@@ -233,9 +292,14 @@ func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting message listener: %w", err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+	l.mu.Lock()
+	for c := range l.channels {
+		l.channels[c] = false // a new connection listens on nothing yet
+	}
+	l.mu.Unlock()
+	if err := l.listenNew(ctx, conn); err != nil {
 		closeConn(conn)
-		return nil, fmt.Errorf("starting to listen on %s: %w", notifyChannel, err)
+		return nil, err
 	}
 	l.pid.Store(conn.PgConn().PID())
 	return conn, nil
@@ -247,15 +311,35 @@ func closeConn(conn *pgx.Conn) {
 	_ = conn.Close(ctx)
 }
 
+// Subscribe returns a channel that gets a wake-up whenever a NOTIFY on
+// channel carries id as its payload, when the listener (re)connects, and
+// when a payload on channel is not a number; call the returned func when done
+// waiting. A channel not listened on yet is added to the LISTEN connection.
+// A wake-up is a hint to re-read the table that holds the truth, never the
+// truth itself: while the listener is stopped or reconnecting, nothing
+// arrives, so a waiter must also re-read on a fallback timer.
+func (l *Listener) Subscribe(channel string, id int64) (<-chan struct{}, func()) {
+	w := l.registerKey(waitKey{channel, id})
+	return w.c, func() { l.unregister(w) }
+}
+
 // register adds a waiter for inbox id; call unregister when done.
-func (l *Listener) register(id int64) *waiter {
-	w := &waiter{id: id, c: make(chan struct{}, 1)}
+func (l *Listener) register(id int64) *waiter { return l.registerKey(waitKey{notifyChannel, id}) }
+
+func (l *Listener) registerKey(k waitKey) *waiter {
+	w := &waiter{key: k, c: make(chan struct{}, 1)}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	set := l.waiters[id]
+	if _, ok := l.channels[k.channel]; !ok {
+		l.channels[k.channel] = false
+		if l.interrupt != nil {
+			l.interrupt()
+		}
+	}
+	set := l.waiters[k]
 	if set == nil {
 		set = make(map[*waiter]struct{})
-		l.waiters[id] = set
+		l.waiters[k] = set
 	}
 	set[w] = struct{}{}
 	return w
@@ -264,18 +348,32 @@ func (l *Listener) register(id int64) *waiter {
 func (l *Listener) unregister(w *waiter) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	set := l.waiters[w.id]
+	set := l.waiters[w.key]
 	delete(set, w)
 	if len(set) == 0 {
-		delete(l.waiters, w.id)
+		delete(l.waiters, w.key)
 	}
 }
 
-func (l *Listener) wakeID(id int64) {
+func (l *Listener) wakeID(k waitKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for w := range l.waiters[id] {
+	for w := range l.waiters[k] {
 		w.wake()
+	}
+}
+
+// wakeChannel wakes every waiter on channel.
+func (l *Listener) wakeChannel(channel string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, set := range l.waiters {
+		if k.channel != channel {
+			continue
+		}
+		for w := range set {
+			w.wake()
+		}
 	}
 }
 

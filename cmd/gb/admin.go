@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/jobs"
@@ -24,73 +23,82 @@ func openDB(ctx context.Context) (*pgxpool.Pool, error) {
 	return db.Open(ctx, db.PoolConfig{URL: u})
 }
 
-func cmdMigrate(ctx context.Context, args []string, out io.Writer) error {
-	if _, err := parseArgs(flag.NewFlagSet("migrate", flag.ContinueOnError), args, 0, 0, ""); err != nil {
-		return err
+func migrateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "migrate",
+		Short:   "Apply the schema to DATABASE_URL (gb's migrations and River's)",
+		Example: "  DATABASE_URL=$(infra/pg.sh start) gb migrate",
+		Args:    args(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pool, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			n, err := db.Migrate(cmd.Context(), pool, slog.New(slog.DiscardHandler))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "database is up to date (%d migrations applied now)\n", n)
+			return nil
+		},
 	}
-	pool, err := openDB(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	n, err := db.Migrate(ctx, pool, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "database is up to date (%d migrations applied now)\n", n)
-	return nil
 }
 
-func cmdKeys(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return fmt.Errorf("usage: gb keys create --user NAME")
+func keysCmd() *cobra.Command {
+	var user string
+	create := &cobra.Command{
+		Use:     "create --user NAME",
+		Short:   "Create an API key for a user (DATABASE_URL); it is printed once",
+		Example: "  export GB_API_KEY=$(gb keys create --user alice)",
+		Args:    args(0, 0, "no arguments (the user is --user NAME)"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pool, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			key, err := jobs.CreateKey(cmd.Context(), pool, user)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", key)
+			fmt.Fprintf(cmd.ErrOrStderr(), "API key for %s printed above; it is shown once and stored only as a hash.\n", user)
+			return nil
+		},
 	}
-	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
-	user := fs.String("user", "", "the user who owns the key")
-	if _, err := parseArgs(fs, args[1:], 0, 0, "--user NAME"); err != nil {
-		return err
-	}
-	if *user == "" {
-		return fmt.Errorf("usage: gb keys create --user NAME")
-	}
-	pool, err := openDB(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	key, err := jobs.CreateKey(ctx, pool, *user)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%s\n", key)
-	fmt.Fprintf(os.Stderr, "API key for %s printed above; it is shown once and stored only as a hash.\n", *user)
-	return nil
+	create.Flags().StringVar(&user, "user", "", "the user who owns the key (required)")
+	_ = create.MarkFlagRequired("user")
+	return group("keys", "Manage API keys (DATABASE_URL)", "  gb keys create --user alice", create)
 }
 
-func cmdKB(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] != "load" {
-		return fmt.Errorf("usage: gb kb load DATASET PATH...")
+func kbCmd() *cobra.Command {
+	load := &cobra.Command{
+		Use:   "load DATASET PATH...",
+		Short: "Load documents (.md, .txt) or Go source trees into a dataset (DATABASE_URL)",
+		Example: `  gb kb load godoc "$(go env GOROOT)/src"
+  gb kb load notes ./docs`,
+		Args: args(2, -1, "a DATASET and at least one PATH"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			docs, err := kb.FromPaths(a[1:])
+			if err != nil {
+				return err
+			}
+			if len(docs) == 0 {
+				return fmt.Errorf("no documents found in %v (loadable: .md and .txt files, Go package directories)", a[1:])
+			}
+			pool, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			n, err := kb.Load(cmd.Context(), pool, a[0], docs)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "loaded %d documents into dataset %q\n", n, a[0])
+			return nil
+		},
 	}
-	pos, err := parseArgs(flag.NewFlagSet("kb load", flag.ContinueOnError), args[1:], 2, -1, "DATASET PATH...")
-	if err != nil {
-		return err
-	}
-	docs, err := kb.FromPaths(pos[1:])
-	if err != nil {
-		return err
-	}
-	if len(docs) == 0 {
-		return fmt.Errorf("no documents found in %v (loadable: .md and .txt files, Go package directories)", pos[1:])
-	}
-	pool, err := openDB(ctx)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	n, err := kb.Load(ctx, pool, pos[0], docs)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "loaded %d documents into dataset %q\n", n, pos[0])
-	return nil
+	return group("kb", "Manage the knowledge base (DATABASE_URL)", `  gb kb load godoc "$(go env GOROOT)/src"`, load)
 }

@@ -12,6 +12,9 @@ import (
 	"time"
 )
 
+// clientTimeout bounds one request, long polls (up to 25 s) included.
+const clientTimeout = 40 * time.Second
+
 // apiClient calls the REST API with the user's key.
 type apiClient struct {
 	base string
@@ -19,16 +22,32 @@ type apiClient struct {
 	http *http.Client
 }
 
+// apiError is an error answer of the API.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("the API answered HTTP %d", e.Status)
+	}
+	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+}
+
+// newAPIClient is the client of GB_API_URL with GB_API_KEY; without a key
+// it fails with an authentication error.
 func newAPIClient() (*apiClient, error) {
 	key := os.Getenv("GB_API_KEY")
 	if key == "" {
-		return nil, fmt.Errorf("GB_API_KEY is not set; create a key with: gb keys create --user NAME")
+		return nil, authError(fmt.Errorf("GB_API_KEY is not set; create a key with: gb keys create --user NAME"))
 	}
 	base := strings.TrimRight(os.Getenv("GB_API_URL"), "/")
 	if base == "" {
 		base = "http://127.0.0.1:8080"
 	}
-	return &apiClient{base: base, key: key, http: &http.Client{Timeout: 30 * time.Second}}, nil
+	return &apiClient{base: base, key: key, http: &http.Client{Timeout: clientTimeout}}, nil
 }
 
 // do sends a request and decodes a JSON answer into out; an error answer
@@ -51,6 +70,9 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
 		return fmt.Errorf("cannot reach the API at %s (is gb dev running? set GB_API_URL): %w", c.base, err)
 	}
@@ -62,13 +84,19 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	if resp.StatusCode >= 300 {
 		var e struct {
 			Error struct {
+				Code    string `json:"code"`
 				Message string `json:"message"`
 			} `json:"error"`
 		}
-		if json.Unmarshal(data, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("%s (HTTP %d)", e.Error.Message, resp.StatusCode)
+		_ = json.Unmarshal(data, &e)
+		ae := &apiError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		if ae.Message == "" {
+			ae.Message = fmt.Sprintf("HTTP %d from %s %s", resp.StatusCode, method, path)
 		}
-		return fmt.Errorf("HTTP %d from %s %s", resp.StatusCode, method, path)
+		if resp.StatusCode == http.StatusUnauthorized {
+			return authError(fmt.Errorf("the API at %s refused GB_API_KEY: %w", c.base, ae))
+		}
+		return ae
 	}
 	if out != nil && len(data) > 0 {
 		if err := json.Unmarshal(data, out); err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/kb"
@@ -25,12 +26,26 @@ const demoTopic = "How do goroutines and channels synchronize work, and how does
 // local Postgres (infra/pg.sh) unless DATABASE_URL is set, the schema, the
 // Go documentation dataset, a user key, the API and a worker; then it
 // follows the research and prints its tree, report and messages.
-func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	topic := fs.String("topic", demoTopic, "the question to research")
-	if _, err := parseArgs(fs, args, 0, 0, "[--topic TEXT]"); err != nil {
-		return err
+func demoCmd() *cobra.Command {
+	var topic string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Set up everything on this machine and run one research over the Go docs",
+		Long: `Starts a local Postgres (infra/pg.sh) unless DATABASE_URL is set, applies the
+schema, loads the Go documentation as the godoc dataset, creates a user key,
+starts the API and a worker, then follows one research and prints its tree,
+report and messages.`,
+		Example: `  gb demo
+  gb demo --topic "How does net/http serve requests?"`,
+		Args: args(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd.Context(), topic, cmd.OutOrStdout()) },
 	}
+	cmd.Flags().StringVar(&topic, "topic", demoTopic, "the question to research")
+	return cmd
+}
+
+// runDemo sets everything up and runs one research on topic.
+func runDemo(ctx context.Context, topic string, out io.Writer) error {
 	if os.Getenv("DATABASE_URL") == "" {
 		fmt.Fprintln(out, "== starting a local Postgres (infra/pg.sh start)")
 		cmd := exec.CommandContext(ctx, "infra/pg.sh", "start")
@@ -79,22 +94,21 @@ func cmdDemo(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 
-	fmt.Fprintf(out, "== gb research start %q --follow   (API %s)\n", *topic, c.base)
+	fmt.Fprintf(out, "== gb research start %q --follow   (API %s)\n", topic, c.base)
 	var run jobs.Run
-	if err := c.do(ctx, "POST", "/v1/gb/research", map[string]any{"topic": *topic}, &run); err != nil {
+	if err := c.do(ctx, "POST", "/v1/gb/research", map[string]any{"topic": topic}, &run); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "run %d · model: %s\n", run.ID, run.Model)
-	if err := follow(ctx, c, run.ID, out); err != nil {
+	if err := followRun(ctx, c, run.ID, out); err != nil {
 		return err
 	}
-	id := fmt.Sprint(run.ID)
-	fmt.Fprintf(out, "\n== gb research tree %s\n", id)
-	if err := researchTree(ctx, c, []string{id}, out); err != nil {
+	fmt.Fprintf(out, "\n== gb research tree %d\n", run.ID)
+	if err := showTree(ctx, c, run.ID, false, out); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\n== gb research messages %s\n", id)
-	return researchMessages(ctx, c, []string{id}, out)
+	fmt.Fprintf(out, "\n== gb research messages %d\n", run.ID)
+	return showMessages(ctx, c, run.ID, false, out)
 }
 
 // loadGoDocs loads the package documentation of the local Go toolchain as

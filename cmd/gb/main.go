@@ -1,12 +1,16 @@
 // Command gb is the command line of the research service: it starts a
-// local stack (gb dev), runs researches over the REST API, and does the
-// admin work that needs the database (migrate, keys, knowledge base).
+// local stack (gb dev), runs researches over the REST API, serves the API
+// to MCP clients (gb mcp), and does the admin work that needs the database
+// (migrate, keys, knowledge base).
+//
+// It follows the conventions of gh and kubectl: every command answers
+// --help, read commands take -o json|table, and the exit code says what
+// went wrong (see the exit* constants).
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,86 +18,58 @@ import (
 	"syscall"
 )
 
-const usage = `gb: research agents on Postgres
-
-Usage:
-  gb demo                                  set up everything and run a research on the Go docs
-  gb dev [--addr 127.0.0.1:8080]           migrate, then serve the API and run a worker
-  gb worker                                run a worker only
-  gb research start TOPIC [--follow] [--max-steps N] [--dataset NAME] [--max-cost-usd X] [--max-tokens N]
-  gb research list [--status S] [--parent ID] [--limit N] [--cursor C]
-  gb research get ID
-  gb research tree ID [--follow]
-  gb research events ID [--after SEQ]
-  gb research messages ID
-  gb research send ID TEXT                 message a working agent as its owner
-  gb research cancel ID
-  gb research delete ID
-  gb keys create --user NAME               (DATABASE_URL)
-  gb kb load DATASET PATH...               (DATABASE_URL) documents, or Go source trees
-  gb migrate                               (DATABASE_URL)
-
-The research commands talk to GB_API_URL (default http://127.0.0.1:8080) with GB_API_KEY.
-`
+// Exit codes of gb.
+const (
+	exitOK = 0
+	// exitError is any failure that is not one of the others.
+	exitError = 1
+	// exitUsage is a command line gb cannot run: an unknown command or
+	// flag, a missing or extra argument, a bad flag value.
+	exitUsage = 2
+	// exitAuth means there is no API key, or the API refused it.
+	exitAuth = 4
+	// exitInterrupted means Ctrl-C (or SIGTERM) stopped the command.
+	exitInterrupted = 130
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout)
+	interrupted := ctx.Err() != nil
 	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "gb: "+err.Error())
-		}
-		os.Exit(1)
+	code := exitCode(err, interrupted)
+	if err != nil && code != exitInterrupted {
+		fmt.Fprintln(os.Stderr, "gb: "+err.Error())
 	}
+	os.Exit(code)
 }
 
+// run runs the gb command line args, writing to out; its error says how
+// gb should exit (exitCode).
 func run(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(out, usage)
-		return errors.New("no command given")
-	}
-	rest := args[1:]
-	switch args[0] {
-	case "demo":
-		return cmdDemo(ctx, rest, out)
-	case "dev":
-		return cmdDev(ctx, rest, out)
-	case "worker":
-		return cmdWorker(ctx, rest, out)
-	case "research":
-		return cmdResearch(ctx, rest, out)
-	case "keys":
-		return cmdKeys(ctx, rest, out)
-	case "kb":
-		return cmdKB(ctx, rest, out)
-	case "migrate":
-		return cmdMigrate(ctx, rest, out)
-	case "help", "-h", "--help":
-		fmt.Fprint(out, usage)
-		return nil
-	default:
-		return fmt.Errorf("unknown command %q; run gb help", args[0])
-	}
+	return runWith(ctx, args, out, os.Stderr)
 }
 
-// parseArgs parses flags that may come before, between or after the
-// positional arguments, and checks how many positionals there are.
-func parseArgs(fs *flag.FlagSet, args []string, minPos, maxPos int, what string) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, fmt.Errorf("%s: %w", fs.Name(), err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+func runWith(ctx context.Context, args []string, out, errOut io.Writer) error {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	root.SetContext(ctx)
+	_, err := root.ExecuteC()
+	return classify(err)
+}
+
+// exitCode maps the error of run to the process's exit code.
+func exitCode(err error, interrupted bool) int {
+	var ce *codedError
+	switch {
+	case err == nil:
+		return exitOK
+	case interrupted && errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.As(err, &ce):
+		return ce.code
 	}
-	if len(pos) < minPos || (maxPos >= 0 && len(pos) > maxPos) {
-		return nil, fmt.Errorf("usage: gb %s %s", fs.Name(), what)
-	}
-	return pos, nil
+	return exitError
 }

@@ -2,219 +2,307 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
 	"strconv"
-	"strings"
-	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/jobs"
 )
 
-const pollEvery = 250 * time.Millisecond
+func researchCmd() *cobra.Command {
+	return group("research", "Start, watch and manage researches (over the REST API)", `  gb research start "How does sync.WaitGroup work?" --follow
+  gb research list --status working
+  gb research tree 1 --follow`,
+		researchStartCmd(), researchListCmd(), researchGetCmd(), researchTreeCmd(), researchEventsCmd(),
+		researchMessagesCmd(), researchSourcesCmd(), researchSendCmd(), researchCancelCmd(), researchDeleteCmd())
+}
 
-func cmdResearch(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 {
-		return errors.New("usage: gb research start|list|get|tree|events|messages|send|cancel|delete ...")
-	}
-	c, err := newAPIClient()
-	if err != nil {
-		return err
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "start":
-		return researchStart(ctx, c, rest, out)
-	case "list":
-		return researchList(ctx, c, rest, out)
-	case "get":
-		id, err := oneID("get", rest)
+// withClient runs f with the API client of GB_API_URL and GB_API_KEY.
+func withClient(f func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, a []string) error {
+		c, err := newAPIClient()
 		if err != nil {
 			return err
 		}
-		var d json.RawMessage
-		if err := c.do(ctx, "GET", "/v1/gb/research/"+id, nil, &d); err != nil {
-			return err
-		}
-		_, err = out.Write(append(d, '\n'))
-		return err
-	case "tree":
-		return researchTree(ctx, c, rest, out)
-	case "events":
-		return researchEvents(ctx, c, rest, out)
-	case "messages":
-		return researchMessages(ctx, c, rest, out)
-	case "send":
-		pos, err := parseArgs(flag.NewFlagSet("research send", flag.ContinueOnError), rest, 2, 2, "ID TEXT")
-		if err != nil {
-			return err
-		}
-		if err := c.do(ctx, "POST", "/v1/gb/research/"+pos[0]+"/messages", map[string]string{"text": pos[1]}, nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "message delivered to run %s\n", pos[0])
-		return nil
-	case "cancel":
-		id, err := oneID("cancel", rest)
-		if err != nil {
-			return err
-		}
-		var run jobs.Run
-		if err := c.do(ctx, "POST", "/v1/gb/research/"+id+"/cancel", nil, &run); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "run %d: %s %s\n", run.ID, run.Status, run.Error)
-		return nil
-	case "delete":
-		id, err := oneID("delete", rest)
-		if err != nil {
-			return err
-		}
-		if err := c.do(ctx, "DELETE", "/v1/gb/research/"+id, nil, nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "deleted run %s and its sub-agents\n", id)
-		return nil
-	default:
-		return fmt.Errorf("unknown research command %q; use start, list, get, tree, events, messages, send, cancel or delete", sub)
+		return f(cmd.Context(), c, cmd, a)
 	}
 }
 
-func oneID(name string, args []string) (string, error) {
-	pos, err := parseArgs(flag.NewFlagSet("research "+name, flag.ContinueOnError), args, 1, 1, "ID")
-	if err != nil {
-		return "", err
-	}
-	if _, err := strconv.ParseInt(pos[0], 10, 64); err != nil {
-		return "", fmt.Errorf("%q is not a run id (a number)", pos[0])
-	}
-	return pos[0], nil
-}
-
-func researchStart(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("research start", flag.ContinueOnError)
-	followFlag := fs.Bool("follow", false, "print progress until the research ends, then its report")
-	maxSteps := fs.Int("max-steps", 0, "most model calls of the root agent (1-40, default 10)")
-	dataset := fs.String("dataset", "", "knowledge base to research (default godoc)")
-	maxCost := fs.Float64("max-cost-usd", 0, "budget of the whole tree in dollars")
-	maxTokens := fs.Int64("max-tokens", 0, "budget of the whole tree in tokens")
-	pos, err := parseArgs(fs, args, 1, 1, `"TOPIC" [--follow] [--max-steps N] [--dataset NAME]`)
-	if err != nil {
-		return err
-	}
-	body := map[string]any{"topic": pos[0]}
-	if *maxSteps != 0 {
-		body["max_steps"] = *maxSteps
-	}
-	if *dataset != "" {
-		body["dataset"] = *dataset
-	}
-	if *maxCost != 0 {
-		body["max_cost_usd"] = *maxCost
-	}
-	if *maxTokens != 0 {
-		body["max_tokens"] = *maxTokens
-	}
-	var run jobs.Run
-	if err := c.do(ctx, "POST", "/v1/gb/research", body, &run); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%d\n", run.ID)
-	if !*followFlag {
-		return nil
-	}
-	fmt.Fprintf(out, "model: %s\n", run.Model)
-	return follow(ctx, c, run.ID, out)
-}
-
-// follow prints a line each time the tree of a run changes, then the report.
-func follow(ctx context.Context, c *apiClient, id int64, out io.Writer) error {
-	last := ""
-	for {
-		var d jobs.RunDetails
-		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d", id), nil, &d); err != nil {
-			return err
-		}
-		line := fmt.Sprintf("[run %d] %s · %s · step %d/%d · %d tokens", d.ID, d.Status, d.State, d.Steps, d.MaxSteps, d.Tokens)
-		if len(d.Subagents) > 0 {
-			line += fmt.Sprintf(" · sub-agents %d (%d working) · tree %d tokens $%.4f",
-				len(d.Subagents), d.Tree.Working-boolInt(!d.Ended()), d.Tree.Tokens, d.Tree.CostUSD)
-		}
-		if line != last {
-			fmt.Fprintln(out, line)
-			last = line
-		}
-		if d.Ended() {
-			if d.Status == jobs.StatusFailed {
-				return fmt.Errorf("research %d failed: %s", d.ID, d.Error)
+func researchStartCmd() *cobra.Command {
+	var (
+		follow    bool
+		maxSteps  int
+		dataset   string
+		maxCost   float64
+		maxTokens int64
+	)
+	cmd := &cobra.Command{
+		Use:   "start TOPIC",
+		Short: "Start a research; print its id, or follow it to its report",
+		Example: `  gb research start "How does sync.WaitGroup work?"
+  gb research start "What does context carry?" --max-steps 20 --max-cost-usd 0.50 --follow`,
+		Args: args(1, 1, "one TOPIC (quote it)"),
+		RunE: withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
+			body := map[string]any{"topic": a[0]}
+			if cmd.Flags().Changed("max-steps") {
+				body["max_steps"] = maxSteps
 			}
-			fmt.Fprintf(out, "\n%s\n", d.Report)
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pollEvery):
-		}
+			if dataset != "" {
+				body["dataset"] = dataset
+			}
+			if maxCost != 0 {
+				body["max_cost_usd"] = maxCost
+			}
+			if maxTokens != 0 {
+				body["max_tokens"] = maxTokens
+			}
+			var run jobs.Run
+			if err := c.do(ctx, "POST", "/v1/gb/research", body, &run); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%d\n", run.ID)
+			if !follow {
+				return nil
+			}
+			fmt.Fprintf(out, "model: %s\n", run.Model)
+			return followRun(ctx, c, run.ID, out)
+		}),
 	}
+	f := cmd.Flags()
+	f.BoolVar(&follow, "follow", false, "print the events as they happen until the research ends, then its report")
+	f.IntVar(&maxSteps, "max-steps", 0, "most model calls of the root agent (1-40, default 10)")
+	f.StringVar(&dataset, "dataset", "", "knowledge base to research (default godoc)")
+	f.Float64Var(&maxCost, "max-cost-usd", 0, "budget of the whole tree in dollars")
+	f.Int64Var(&maxTokens, "max-tokens", 0, "budget of the whole tree in tokens")
+	return cmd
 }
 
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+// listPage is the answer of GET /v1/gb/research.
+type listPage struct {
+	Runs       []jobs.Run `json:"runs"`
+	NextCursor string     `json:"next_cursor,omitempty"`
 }
 
-func researchList(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("research list", flag.ContinueOnError)
-	status := fs.String("status", "", "only runs with this status")
-	parent := fs.String("parent", "", "only the sub-agents of this run")
-	limit := fs.Int("limit", 20, "runs per page (1-100)")
-	cursor := fs.String("cursor", "", "next_cursor of the previous page")
-	if _, err := parseArgs(fs, args, 0, 0, "[--status S] [--parent ID] [--limit N] [--cursor C]"); err != nil {
-		return err
+func researchListCmd() *cobra.Command {
+	var status, parent, cursor string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List your runs, newest first",
+		Example: `  gb research list --status working
+  gb research list --parent 1 -o json`,
+		Args: args(0, 0, "no arguments"),
 	}
-	q := url.Values{}
-	for k, v := range map[string]string{"status": *status, "parent_id": *parent, "cursor": *cursor, "limit": strconv.Itoa(*limit)} {
-		if v != "" {
-			q.Set(k, v)
+	o := addOutput(cmd)
+	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
+		asJSON, err := o.isJSON()
+		if err != nil {
+			return err
 		}
-	}
-	var page struct {
-		Runs       []jobs.Run `json:"runs"`
-		NextCursor string     `json:"next_cursor"`
-	}
-	if err := c.do(ctx, "GET", "/v1/gb/research?"+q.Encode(), nil, &page); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "%-6s %-7s %-10s %-10s %-7s %-8s %s\n", "ID", "PARENT", "STATUS", "STATE", "STEPS", "TOKENS", "NAME / TOPIC")
+		q := url.Values{"limit": {strconv.Itoa(limit)}}
+		for k, v := range map[string]string{"status": status, "parent_id": parent, "cursor": cursor} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		var page listPage
+		if err := c.do(ctx, "GET", "/v1/gb/research?"+q.Encode(), nil, &page); err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), page)
+		}
+		return printRuns(cmd.OutOrStdout(), page)
+	})
+	f := cmd.Flags()
+	f.StringVar(&status, "status", "", "only runs with this status: queued, working, waiting, succeeded or failed")
+	f.StringVar(&parent, "parent", "", "only the sub-agents of this run")
+	f.IntVar(&limit, "limit", 20, "runs per page (1-100)")
+	f.StringVar(&cursor, "cursor", "", "next_cursor of the previous page")
+	return cmd
+}
+
+// printRuns prints a page of runs as a table.
+func printRuns(w io.Writer, page listPage) error {
+	t := newTable(w, "ID", "PARENT", "STATUS", "STATE", "STEPS", "TOKENS", "COST", "NAME", "TOPIC")
 	for _, r := range page.Runs {
 		parent := "-"
 		if r.ParentID != nil {
 			parent = strconv.FormatInt(*r.ParentID, 10)
 		}
-		label := r.Topic
-		if r.Name != "" {
-			label = r.Name + ": " + r.Topic
-		}
-		fmt.Fprintf(out, "%-6d %-7s %-10s %-10s %-7s %-8d %s\n", r.ID, parent, r.Status, r.State,
-			fmt.Sprintf("%d/%d", r.Steps, r.MaxSteps), r.Tokens, clip(label, 70))
+		t.row(strconv.FormatInt(r.ID, 10), parent, r.Status, r.State, fmt.Sprintf("%d/%d", r.Steps, r.MaxSteps),
+			strconv.FormatInt(r.Tokens, 10), fmt.Sprintf("$%.4f", r.CostUSD), fit(agentName(&r), 24), fit(r.Topic, 60))
+	}
+	if err := t.flush(); err != nil {
+		return err
 	}
 	if page.NextCursor != "" {
-		fmt.Fprintf(out, "more: gb research list --cursor %s\n", page.NextCursor)
+		fmt.Fprintf(w, "more: gb research list --cursor %s\n", page.NextCursor)
 	}
 	return nil
 }
 
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
+// agentName is "root" for a root run, else the sub-agent's name.
+func agentName(r *jobs.Run) string {
+	if r.Name == "" {
+		return "root"
 	}
-	return s
+	return r.Name
+}
+
+func researchGetCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "get ID",
+		Short: "Show a run: usage, states, sub-agents, tree totals and report",
+		Example: `  gb research get 1
+  gb research get 1 -o json | jq .report`,
+		Args: args(1, 1, "one run ID"),
+	}
+	o := addOutput(cmd)
+	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
+		asJSON, err := o.isJSON()
+		if err != nil {
+			return err
+		}
+		id, err := runID(a[0])
+		if err != nil {
+			return err
+		}
+		var d jobs.RunDetails
+		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d", id), nil, &d); err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), d)
+		}
+		return printDetails(cmd.OutOrStdout(), &d)
+	})
+	return cmd
+}
+
+// printDetails prints a run as a field/value table, its sub-agents, and
+// its report or error.
+func printDetails(w io.Writer, d *jobs.RunDetails) error {
+	t := newTable(w, "FIELD", "VALUE")
+	t.row("id", strconv.FormatInt(d.ID, 10))
+	t.row("agent", agentName(d.Run))
+	t.row("topic", fit(d.Topic, 100))
+	t.row("status", d.Status+" · "+d.State)
+	t.row("steps", fmt.Sprintf("%d/%d", d.Steps, d.MaxSteps))
+	t.row("tokens", fmt.Sprintf("%d (prompt %d, completion %d)", d.Tokens, d.PromptTokens, d.CompletionTokens))
+	t.row("cost", fmt.Sprintf("$%.4f", d.CostUSD))
+	t.row("model", d.Model)
+	t.row("tree", fmt.Sprintf("%d agents (%d working) · %d tokens · $%.4f", d.Tree.Runs, d.Tree.Working, d.Tree.Tokens, d.Tree.CostUSD))
+	t.row("elapsed", d.Elapsed)
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(d.Subagents) > 0 {
+		fmt.Fprintln(w)
+		t := newTable(w, "SUB-AGENT", "ID", "STATUS", "STATE", "STEPS", "TOKENS", "REASON")
+		for _, s := range d.Subagents {
+			t.row(fit(s.Name, 24), strconv.FormatInt(s.ID, 10), s.Status, s.State, strconv.Itoa(s.Steps),
+				strconv.FormatInt(s.Tokens, 10), fit(s.Reason, 60))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case d.Error != "":
+		fmt.Fprintf(w, "\nerror: %s\n", d.Error)
+	case d.Report != "":
+		fmt.Fprintf(w, "\n%s\n", d.Report)
+	}
+	return nil
+}
+
+func researchSendCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "send ID TEXT",
+		Short:   "Message a working agent as its owner",
+		Example: `  gb research send 2 "focus on 2024"`,
+		Args:    args(2, 2, "a run ID and the TEXT to send"),
+		RunE: withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
+			id, err := runID(a[0])
+			if err != nil {
+				return err
+			}
+			if err := c.do(ctx, "POST", fmt.Sprintf("/v1/gb/research/%d/messages", id), map[string]string{"text": a[1]}, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "message delivered to run %d\n", id)
+			return nil
+		}),
+	}
+}
+
+func researchCancelCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "cancel ID",
+		Short:   "End a run and its working sub-agents; a run that already ended is an error",
+		Example: `  gb research cancel 1`,
+		Args:    args(1, 1, "one run ID"),
+		RunE: withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
+			id, err := runID(a[0])
+			if err != nil {
+				return err
+			}
+			run, err := cancelRun(ctx, c, id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %d: %s %s\n", run.ID, run.Status, run.Error)
+			return nil
+		}),
+	}
+}
+
+// cancelRun cancels a run that has not ended; cancelling one that has is
+// an error saying how it ended.
+func cancelRun(ctx context.Context, c *apiClient, id int64) (*jobs.Run, error) {
+	var before jobs.Run
+	if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d", id), nil, &before); err != nil {
+		return nil, err
+	}
+	if before.Ended() {
+		return nil, alreadyEnded(&before)
+	}
+	var run jobs.Run
+	if err := c.do(ctx, "POST", fmt.Sprintf("/v1/gb/research/%d/cancel", id), nil, &run); err != nil {
+		return nil, err
+	}
+	return &run, nil
+}
+
+func alreadyEnded(r *jobs.Run) error {
+	how := r.Status
+	if r.Error != "" {
+		how += ": " + r.Error
+	}
+	return fmt.Errorf("run %d already ended (%s); there is nothing to cancel", r.ID, how)
+}
+
+func researchDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "delete ID",
+		Short:   "Delete a run with its sub-agents, jobs, events and messages",
+		Example: `  gb research delete 1`,
+		Args:    args(1, 1, "one run ID"),
+		RunE: withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
+			id, err := runID(a[0])
+			if err != nil {
+				return err
+			}
+			if err := c.do(ctx, "DELETE", fmt.Sprintf("/v1/gb/research/%d", id), nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted run %d and its sub-agents\n", id)
+			return nil
+		}),
+	}
 }

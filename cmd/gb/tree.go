@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
-	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/jobs"
 )
@@ -16,36 +16,71 @@ type treeResponse struct {
 	Totals jobs.Totals `json:"totals"`
 }
 
-func researchTree(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("research tree", flag.ContinueOnError)
-	follow := fs.Bool("follow", false, "redraw the tree as it changes until every agent has ended")
-	pos, err := parseArgs(fs, args, 1, 1, "ID [--follow]")
-	if err != nil {
-		return err
+func researchTreeCmd() *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "tree ID",
+		Short: "The run and all its sub-agents: name, status, state, steps/max, tokens, cost",
+		Example: `  gb research tree 1
+  gb research tree 1 --follow
+  gb research tree 1 -o json | jq '.totals'`,
+		Args: args(1, 1, "one run ID"),
 	}
-	last := ""
-	for {
-		var t treeResponse
-		if err := c.do(ctx, "GET", "/v1/gb/research/"+pos[0]+"/tree", nil, &t); err != nil {
+	o := addOutput(cmd)
+	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
+		asJSON, err := o.isJSON()
+		if err != nil {
 			return err
 		}
-		drawn := drawTree(t)
-		if drawn != last {
+		id, err := runID(a[0])
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		if asJSON {
+			if follow {
+				return usageErrorf("--follow redraws a table; it does not go with -o json (use gb research events ID --follow -o json)")
+			}
+			t, err := getTree(ctx, c, id)
+			if err != nil {
+				return err
+			}
+			return writeJSON(out, t)
+		}
+		return showTree(ctx, c, id, follow, out)
+	})
+	cmd.Flags().BoolVar(&follow, "follow", false, "redraw the tree as it changes until every agent has ended")
+	return cmd
+}
+
+func getTree(ctx context.Context, c *apiClient, id int64) (treeResponse, error) {
+	var t treeResponse
+	err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/tree", id), nil, &t)
+	return t, err
+}
+
+// showTree prints the tree of id; with follow, it redraws it each time
+// events land, until every agent has ended.
+func showTree(ctx context.Context, c *apiClient, id int64, follow bool, out io.Writer) error {
+	last := ""
+	draw := func() error {
+		t, err := getTree(ctx, c, id)
+		if err != nil {
+			return err
+		}
+		if drawn := drawTree(t); drawn != last {
 			if last != "" {
 				fmt.Fprintln(out)
 			}
 			fmt.Fprint(out, drawn)
 			last = drawn
 		}
-		if !*follow || t.Totals.Working == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(pollEvery):
-		}
+		return nil
 	}
+	if err := draw(); err != nil || !follow {
+		return err
+	}
+	return watchTree(ctx, c, id, 0, func([]jobs.Event) error { return draw() })
 }
 
 // drawTree renders runs (a run and its descendants, by depth) as a tree.
@@ -65,14 +100,10 @@ func drawTree(t treeResponse) string {
 	var b strings.Builder
 	var walk func(r *jobs.Run, prefix, branch string)
 	walk = func(r *jobs.Run, prefix, branch string) {
-		name := r.Name
-		if name == "" {
-			name = "root"
-		}
-		fmt.Fprintf(&b, "%s%s#%d %s  %s · %s · %d/%d steps · %d tok · $%.4f\n", prefix, branch, r.ID, name,
+		fmt.Fprintf(&b, "%s%s#%d %s  %s · %s · %d/%d steps · %d tok · $%.4f\n", prefix, branch, r.ID, fit(agentName(r), 24),
 			r.Status, r.State, r.Steps, r.MaxSteps, r.Tokens, r.CostUSD)
 		if r.Error != "" {
-			fmt.Fprintf(&b, "%s%s    error: %s\n", prefix, strings.Repeat(" ", len([]rune(branch))), r.Error)
+			fmt.Fprintf(&b, "%s%s    error: %s\n", prefix, strings.Repeat(" ", len([]rune(branch))), fit(r.Error, 100))
 		}
 		next := prefix
 		switch branch {
@@ -95,45 +126,53 @@ func drawTree(t treeResponse) string {
 	return b.String()
 }
 
-func researchEvents(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("research events", flag.ContinueOnError)
-	after := fs.Int64("after", 0, "only events after this seq")
-	pos, err := parseArgs(fs, args, 1, 1, "ID [--after SEQ]")
-	if err != nil {
-		return err
-	}
-	var resp struct {
-		Events []jobs.Event `json:"events"`
-	}
-	if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%s/events?after=%d", pos[0], *after), nil, &resp); err != nil {
-		return err
-	}
-	for _, e := range resp.Events {
-		fmt.Fprintf(out, "%6d %s run %-5d %-10s %s\n", e.Seq, e.At.Format("15:04:05.000"), e.RunID, e.Kind, string(e.Data))
-	}
-	return nil
+// messagesPage is the answer of GET /v1/gb/research/{id}/messages.
+type messagesPage struct {
+	Messages []jobs.TranscriptMessage `json:"messages"`
 }
 
-func researchMessages(ctx context.Context, c *apiClient, args []string, out io.Writer) error {
-	pos, err := parseArgs(flag.NewFlagSet("research messages", flag.ContinueOnError), args, 1, 1, "ID")
-	if err != nil {
+func researchMessagesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "messages ID",
+		Short: "The transcript of the messages between the agents of a run's tree",
+		Example: `  gb research messages 1
+  gb research messages 1 -o json`,
+		Args: args(1, 1, "one run ID"),
+	}
+	o := addOutput(cmd)
+	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
+		asJSON, err := o.isJSON()
+		if err != nil {
+			return err
+		}
+		id, err := runID(a[0])
+		if err != nil {
+			return err
+		}
+		return showMessages(ctx, c, id, asJSON, cmd.OutOrStdout())
+	})
+	return cmd
+}
+
+func showMessages(ctx context.Context, c *apiClient, id int64, asJSON bool, out io.Writer) error {
+	var p messagesPage
+	if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/messages", id), nil, &p); err != nil {
 		return err
 	}
-	var resp struct {
-		Messages []jobs.TranscriptMessage `json:"messages"`
+	if asJSON {
+		return writeJSON(out, p)
 	}
-	if err := c.do(ctx, "GET", "/v1/gb/research/"+pos[0]+"/messages", nil, &resp); err != nil {
-		return err
-	}
-	if len(resp.Messages) == 0 {
+	if len(p.Messages) == 0 {
 		fmt.Fprintln(out, "no messages in this research")
+		return nil
 	}
-	for _, m := range resp.Messages {
+	t := newTable(out, "SENT", "FROM", "TO", "READ", "TEXT")
+	for _, m := range p.Messages {
 		read := "unread"
 		if m.ReadAt != nil {
-			read = "read " + m.ReadAt.Format("15:04:05.000")
+			read = m.ReadAt.Local().Format("15:04:05.000")
 		}
-		fmt.Fprintf(out, "%s  %s → %s (%s)\n  %s\n", m.SentAt.Format("15:04:05.000"), m.From, m.To, read, m.Text)
+		t.row(m.SentAt.Local().Format("15:04:05.000"), fit(m.From, 24), fit(m.To, 24), read, fit(m.Text, 100))
 	}
-	return nil
+	return t.flush()
 }

@@ -18,6 +18,11 @@ import (
 // is unreachable.
 const RetryAfterSeconds = 5
 
+// RetryAfterTooManySeconds is the Retry-After of a 429 answered to a user
+// who already has jobs.MaxWorkingPerUser researches working: about when
+// one of them may have ended.
+const RetryAfterTooManySeconds = 60
+
 type errorBody struct {
 	Error errorDetail `json:"error"`
 }

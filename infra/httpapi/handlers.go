@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gbresearch/gb/jobs"
 )
@@ -29,17 +31,29 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	run, _, err := a.Agent.StartResearch(r.Context(), p)
+	// Idempotency-Key (idempotency.go): a retry is answered here, or gets
+	// the first request's run below.
+	claim, answered := a.claimIdempotencyKey(w, r, req, &p)
+	if answered {
+		return
+	}
+	run, created, err := a.Agent.StartResearch(r.Context(), p)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
+	if !created && claim != nil {
+		a.answerRepeat(w, r, claim, run)
+		return
+	}
+	location := "/v1/gb/research/" + strconv.FormatInt(run.ID, 10)
+	a.store(r.Context(), claim, http.StatusAccepted, location, run) // before the kick: retries wait for it
 	if a.Kick != nil {
 		if err := a.Kick(r.Context()); err != nil {
 			a.Logger.WarnContext(r.Context(), "could not wake a worker; the schedule will", "run_id", run.ID, "err", err)
 		}
 	}
-	w.Header().Set("Location", "/v1/gb/research/"+strconv.FormatInt(run.ID, 10))
+	w.Header().Set("Location", location)
 	writeJSON(w, http.StatusAccepted, run)
 }
 
@@ -162,28 +176,59 @@ func (a *api) tree(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"runs": runs, "totals": jobs.Sum(runs)})
 }
 
+// eventsResponse is the answer of GET /v1/gb/research/{id}/events.
+type eventsResponse struct {
+	Events []jobs.Event `json:"events"`
+	// NextAfter is the after of the next request: the seq of the last
+	// event returned, or the request's after when there was none.
+	NextAfter int64 `json:"next_after"`
+}
+
+// events answers the tree's events after ?after=N; with ?wait=S and none
+// yet, it long-polls up to S seconds for one.
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	run, ok := a.ownedRun(w, r)
 	if !ok {
 		return
 	}
-	var after int64
-	if s := r.URL.Query().Get("after"); s != "" {
-		var err error
-		if after, err = strconv.ParseInt(s, 10, 64); err != nil || after < 0 {
-			writeError(w, http.StatusBadRequest, "invalid_request", "after", "after must be the seq of an event (an integer ≥ 0)")
-			return
-		}
+	after, ok := queryInt(w, r, "after", 0, math.MaxInt64, "after must be the seq of an event (an integer ≥ 0)")
+	if !ok {
+		return
 	}
-	evs, err := jobs.Events(r.Context(), a.Agent.Pool(), run.RootID, after, 500)
+	wait, ok := queryInt(w, r, "wait", 0, int64(maxWaitSeconds), fmt.Sprintf(
+		"wait must be a number of seconds from 0 to %d", maxWaitSeconds))
+	if !ok {
+		return
+	}
+	evs, err := jobs.WaitEvents(r.Context(), a.Agent.Pool(), jobs.EventWait{RootID: run.RootID, After: after,
+		Limit: 500, Wait: time.Duration(wait) * time.Second, Notifier: a.Notifier, Fallback: a.EventFallback})
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	if evs == nil {
-		evs = []jobs.Event{}
+	resp := eventsResponse{Events: evs, NextAfter: after}
+	if resp.Events == nil {
+		resp.Events = []jobs.Event{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+	if n := len(evs); n > 0 {
+		resp.NextAfter = evs[n-1].Seq
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// queryInt parses the query parameter name as an integer from lo to hi; an
+// absent one is lo. A bad one answers 400 with msg.
+func queryInt(w http.ResponseWriter, r *http.Request, name string, lo, hi int64, msg string) (int64, bool) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return lo, true
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < lo || n > hi {
+		writeError(w, http.StatusBadRequest, "invalid_request", name, msg)
+		return 0, false
+	}
+	return n, true
 }
 
 func (a *api) messages(w http.ResponseWriter, r *http.Request) {

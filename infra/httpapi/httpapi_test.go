@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/infra/dbtest"
@@ -17,6 +18,7 @@ import (
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/kb"
+	"github.com/gbresearch/gb/messenger"
 )
 
 type testBundle struct {
@@ -24,6 +26,10 @@ type testBundle struct {
 	agent      *jobs.Agent
 	alice, bob string
 }
+
+// eventFallback is the fallback timer of the test API's long polls: far
+// above the wake-ups the tests expect, so only a notification meets them.
+const eventFallback = 10 * time.Second
 
 // setup serves the API over a fresh database with a one-document dataset.
 // No worker runs, so accepted researches stay working.
@@ -52,7 +58,13 @@ func setup(t *testing.T) *testBundle {
 		}
 		*u = key
 	}
-	b.srv = httptest.NewServer(httpapi.New(httpapi.Deps{Agent: agent}))
+	listener := messenger.NewListener(pool, nil)
+	if err := listener.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
+	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent, Notifier: listener,
+		EventFallback: eventFallback})))
 	t.Cleanup(b.srv.Close)
 	return b
 }

@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gbresearch/gb/jobs"
 )
 
 // MaxHeaderBytes bounds the request header fields the API reads; more
@@ -14,14 +17,27 @@ import (
 // does), so that the answer is this JSON one rather than their own.
 const MaxHeaderBytes = 32 << 10
 
+// maxWaitSeconds is the longest long poll of the events route.
+const maxWaitSeconds = int(jobs.MaxEventWait / time.Second)
+
 // withTimeout bounds the work of each request, its database calls
-// included, with a context deadline.
+// included, with a context deadline; a long poll (?wait=S) gets S more.
 func withTimeout(d time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), d)
+		ctx, cancel := context.WithTimeout(r.Context(), d+longPoll(r))
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// longPoll is the wait a request asks for with ?wait=S, at most
+// maxWaitSeconds; the route that takes it checks it.
+func longPoll(r *http.Request) time.Duration {
+	n, err := strconv.Atoi(r.URL.Query().Get("wait"))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(min(n, maxWaitSeconds)) * time.Second
 }
 
 // limitHeaders answers 431 when the request's header fields are over

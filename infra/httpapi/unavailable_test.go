@@ -130,7 +130,7 @@ func setupBehindProxy(t *testing.T, timeout time.Duration) *downBundle {
 		t.Fatal(err)
 	}
 	b := &testBundle{agent: agent, alice: key}
-	b.srv = httptest.NewServer(httpapi.New(httpapi.Deps{Agent: agent, DBTimeout: timeout}))
+	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent, DBTimeout: timeout})))
 	t.Cleanup(b.srv.Close)
 	return &downBundle{testBundle: b, proxy: p, url: dbURL}
 }

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gbresearch/gb/infra/db"
+	"github.com/gbresearch/gb/infra/dbtest"
+	"github.com/gbresearch/gb/infra/httpapi"
+	"github.com/gbresearch/gb/infra/offline"
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/kb"
+	"github.com/gbresearch/gb/messenger"
+)
+
+// cliStack is an API with a working agent (offline model) over a database
+// of its own, a user key, and a built gb.
+type cliStack struct {
+	url, key, bin string
+}
+
+func startCLIStack(t *testing.T, delay time.Duration) *cliStack {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := db.Open(ctx, db.PoolConfig{URL: dbtest.NewURL(t), MaxConns: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	src := filepath.Join(runtime.GOROOT(), "src")
+	docs, err := kb.FromPaths([]string{filepath.Join(src, "sync"), filepath.Join(src, "context")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kb.Load(ctx, pool, jobs.DefaultDataset, docs); err != nil {
+		t.Fatal(err)
+	}
+	listener := messenger.NewListener(pool, nil)
+	if err := listener.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{Delay: delay}, Work: true,
+		Messenger: messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = agent.Stop(sctx)
+	})
+	key, err := jobs.CreateKey(ctx, pool, "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Agent: agent, Notifier: listener}))
+	t.Cleanup(srv.Close)
+	return &cliStack{url: srv.URL, key: key, bin: buildGB(t)}
+}
+
+// gb runs the built gb with the stack's API and key (key "-" unsets it).
+func (s *cliStack) gb(t *testing.T, key string, a ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, a...)
+	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+key)
+	if key == "-" {
+		cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY=")
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("running gb %v: %v", a, err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+}
+
+// hasFields fails the test unless the JSON object at path in v has every
+// field named.
+func hasFields(t *testing.T, what string, obj any, fields ...string) {
+	t.Helper()
+	m, ok := obj.(map[string]any)
+	if !ok {
+		t.Errorf("%s: %T is not a JSON object", what, obj)
+		return
+	}
+	for _, f := range fields {
+		if _, ok := m[f]; !ok {
+			t.Errorf("%s lacks the field %q: %v", what, f, m)
+		}
+	}
+}
+
+// TestCLIAgainstTheAPI drives the built gb against a real API: a research
+// followed to its report, every read command's -o json holding its
+// documented fields and its table its header, and each exit code produced
+// by a real case.
+func TestCLIAgainstTheAPI(t *testing.T) {
+	t.Parallel()
+	s := startCLIStack(t, 20*time.Millisecond)
+
+	code, out, errOut := s.gb(t, s.key, "research", "start", "How does sync.WaitGroup work?", "--follow")
+	if code != 0 || !strings.Contains(out, "SEQ") || !strings.Contains(out, "completed") {
+		t.Fatalf("start --follow: exit %d\n%s\n%s", code, out, errOut)
+	}
+	id := strings.SplitN(out, "\n", 2)[0]
+
+	jsonCases := []struct {
+		args   []string
+		list   string   // the array field holding the items
+		top    []string // fields of the answer
+		fields []string // fields of each item, or of the answer when list is ""
+	}{
+		{[]string{"research", "list", "-o", "json"}, "runs", []string{"runs"},
+			[]string{"id", "parent_id", "root_id", "name", "topic", "status", "state", "steps", "max_steps", "tokens", "cost_usd", "created_at"}},
+		{[]string{"research", "get", id, "--json"}, "", nil,
+			[]string{"id", "topic", "status", "state", "report", "error", "states", "subagents", "tree", "elapsed"}},
+		{[]string{"research", "tree", id, "-o", "json"}, "runs", []string{"runs", "totals"},
+			[]string{"id", "parent_id", "name", "status", "state", "steps", "tokens", "cost_usd"}},
+		{[]string{"research", "events", id, "-o", "json"}, "events", []string{"events", "next_after"},
+			[]string{"seq", "n", "root_id", "run_id", "parent_id", "agent", "kind", "data", "at"}},
+		{[]string{"research", "messages", id, "-o", "json"}, "messages", []string{"messages"}, nil},
+		{[]string{"research", "sources", id, "--tree", "-o", "json"}, "sources", []string{"sources"}, nil},
+	}
+	for _, c := range jsonCases {
+		code, out, errOut := s.gb(t, s.key, c.args...)
+		var v map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+			t.Errorf("%v: exit %d, output is not JSON:\n%s\n%s", c.args, code, out, errOut)
+			continue
+		}
+		hasFields(t, fmt.Sprint(c.args), v, c.top...)
+		if c.list == "" {
+			hasFields(t, fmt.Sprint(c.args), v, c.fields...)
+			continue
+		}
+		items, _ := v[c.list].([]any)
+		if len(items) == 0 && c.fields != nil {
+			t.Errorf("%v: no %s", c.args, c.list)
+		}
+		for _, it := range items {
+			hasFields(t, fmt.Sprintf("%v %s item", c.args, c.list), it, c.fields...)
+		}
+	}
+
+	for _, c := range []struct {
+		args   []string
+		header string
+	}{
+		{[]string{"research", "list"}, "ID  "},
+		{[]string{"research", "get", id}, "FIELD"},
+		{[]string{"research", "tree", id}, "#" + id + " root"},
+		{[]string{"research", "events", id}, "SEQ"},
+		{[]string{"research", "messages", id}, ""},
+		{[]string{"research", "sources", id}, ""},
+	} {
+		if code, out, errOut := s.gb(t, s.key, c.args...); code != 0 || !strings.Contains(out, c.header) {
+			t.Errorf("%v: exit %d, no %q in the table:\n%s\n%s", c.args, code, c.header, out, errOut)
+		}
+	}
+
+	for _, c := range []struct {
+		name string
+		key  string
+		args []string
+		code int
+		want string
+	}{
+		{"usage: bad output format", s.key, []string{"research", "list", "-o", "yaml"}, exitUsage, "not an output format"},
+		{"usage: not a run id", s.key, []string{"research", "get", "abc"}, exitUsage, "not a run id"},
+		{"auth: no key", "-", []string{"research", "list"}, exitAuth, "GB_API_KEY is not set"},
+		{"auth: refused key", "gb_wrong", []string{"research", "list"}, exitAuth, "refused GB_API_KEY"},
+		{"error: cancel an ended run", s.key, []string{"research", "cancel", id}, exitError, "already ended"},
+		{"error: no such run", s.key, []string{"research", "get", "999999"}, exitError, "HTTP 404"},
+	} {
+		code, out, errOut := s.gb(t, c.key, c.args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: %v exit %d (want %d), stderr %q (want %q)\n%s", c.name, c.args, code, c.code, errOut, c.want, out)
+		}
+	}
+}
+
+// TestCLITruncatesMultiByteNamesCleanly lists a research whose topic is
+// long and multi-byte: the table cuts it with "…" and every line stays
+// valid UTF-8.
+func TestCLITruncatesMultiByteNamesCleanly(t *testing.T) {
+	t.Parallel()
+	s := startCLIStack(t, 0)
+	topic := strings.Repeat("日本語の同期とチャネル ", 12)
+	if code, out, errOut := s.gb(t, s.key, "research", "start", topic); code != 0 {
+		t.Fatalf("start: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := s.gb(t, s.key, "research", "list")
+	if code != 0 || !strings.Contains(out, "…") {
+		t.Fatalf("list: exit %d, no cut topic:\n%s\n%s", code, out, errOut)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if !utf8.ValidString(line) {
+			t.Errorf("line %q is not valid UTF-8", line)
+		}
+	}
+}
+
+// TestInterruptExits130 interrupts a follow of a working research with
+// SIGINT: gb exits 130.
+func TestInterruptExits130(t *testing.T) {
+	t.Parallel()
+	s := startCLIStack(t, 2*time.Second)
+	code, out, errOut := s.gb(t, s.key, "research", "start", demoTopic)
+	if code != 0 {
+		t.Fatalf("start: %d %s %s", code, out, errOut)
+	}
+	cmd := exec.Command(s.bin, "research", "events", strings.TrimSpace(out), "--follow")
+	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
+	var stdout syncBuffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the first events", func() bool { return strings.Contains(stdout.String(), "queued") })
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if got := cmd.ProcessState.ExitCode(); got != exitInterrupted {
+		t.Fatalf("interrupted follow exited %d, want %d", got, exitInterrupted)
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a process writes while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

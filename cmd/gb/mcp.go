@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+)
+
+func mcpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the Model Context Protocol over stdio: tools that start and read researches",
+		Long: `Serves MCP over stdin/stdout with tools to start a research, get one, list runs,
+show a tree, read events, messages and sources, and cancel. The tools call the
+REST API at GB_API_URL (default http://127.0.0.1:8080) with GB_API_KEY, so an
+MCP client sees only the runs of that key's user.
+
+Add it to an MCP client's configuration, for example:
+
+  {"mcpServers": {"gb": {"command": "gb", "args": ["mcp"],
+    "env": {"GB_API_URL": "http://127.0.0.1:8080", "GB_API_KEY": "..."}}}}`,
+		Example: `  GB_API_KEY=$(gb keys create --user alice) gb mcp`,
+		Args:    args(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := newAPIClient()
+			if err != nil {
+				return err
+			}
+			if err := newMCPServer(c).Run(cmd.Context(), &mcp.StdioTransport{}); err != nil && cmd.Context().Err() == nil {
+				return fmt.Errorf("MCP server: %w", err)
+			}
+			return nil
+		},
+	}
+}
+
+// Inputs of the MCP tools. Fields without omitempty are required.
+type (
+	mcpStartInput struct {
+		Topic      string  `json:"topic" jsonschema:"the question to research, 1 to 2000 characters"`
+		MaxSteps   int     `json:"max_steps,omitempty" jsonschema:"most model calls of the root agent, 1 to 40 (default 10)"`
+		Dataset    string  `json:"dataset,omitempty" jsonschema:"knowledge base to research (default godoc)"`
+		MaxCostUSD float64 `json:"max_cost_usd,omitempty" jsonschema:"budget of the whole tree in dollars"`
+		MaxTokens  int64   `json:"max_tokens,omitempty" jsonschema:"budget of the whole tree in tokens"`
+	}
+	mcpIDInput struct {
+		ID int64 `json:"id" jsonschema:"the run id"`
+	}
+	mcpListInput struct {
+		Status   string `json:"status,omitempty" jsonschema:"only runs with this status: queued, working, waiting, succeeded or failed"`
+		ParentID int64  `json:"parent_id,omitempty" jsonschema:"only the sub-agents of this run"`
+		Limit    int    `json:"limit,omitempty" jsonschema:"runs per page, 1 to 100 (default 20)"`
+		Cursor   string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`
+	}
+	mcpEventsInput struct {
+		ID    int64 `json:"id" jsonschema:"the run id"`
+		After int64 `json:"after,omitempty" jsonschema:"only events after this seq (next_after of the previous call)"`
+		Wait  int   `json:"wait,omitempty" jsonschema:"seconds to wait for an event when there is none yet, 0 to 25"`
+	}
+	mcpSourcesInput struct {
+		ID   int64 `json:"id" jsonschema:"the run id"`
+		Tree bool  `json:"tree,omitempty" jsonschema:"true for the sources of every agent of the run's tree"`
+	}
+)
+
+// mcpOut is a tool's structured result: the API's JSON answer.
+type mcpOut = map[string]any
+
+// newMCPServer is the MCP server whose tools call the API through c.
+func newMCPServer(c *apiClient) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "gb", Title: "gb research agents", Version: version}, nil)
+	get := func(ctx context.Context, path string) (mcpOut, error) {
+		var out mcpOut
+		err := c.do(ctx, "GET", path, nil, &out)
+		return out, err
+	}
+	addTool(s, "start_research", "Start a research; it runs in the background. Returns the root run (its id, status).",
+		func(ctx context.Context, in mcpStartInput) (mcpOut, error) {
+			body := map[string]any{"topic": in.Topic}
+			for k, v := range map[string]any{"max_steps": in.MaxSteps, "dataset": in.Dataset,
+				"max_cost_usd": in.MaxCostUSD, "max_tokens": in.MaxTokens} {
+				if v != 0 && v != "" && v != 0.0 && v != int64(0) {
+					body[k] = v
+				}
+			}
+			var out mcpOut
+			err := c.do(ctx, "POST", "/v1/gb/research", body, &out)
+			return out, err
+		})
+	addTool(s, "get_research", "Get a run: status, state, usage, states, sub-agents, tree totals, and its report once it has ended.",
+		withID(func(ctx context.Context, id int64) (mcpOut, error) {
+			return get(ctx, fmt.Sprintf("/v1/gb/research/%d", id))
+		}))
+	addTool(s, "list_research", "List your runs, newest first, with a next_cursor when there are more.",
+		func(ctx context.Context, in mcpListInput) (mcpOut, error) {
+			q := url.Values{}
+			for k, v := range map[string]string{"status": in.Status, "cursor": in.Cursor} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			if in.ParentID != 0 {
+				q.Set("parent_id", strconv.FormatInt(in.ParentID, 10))
+			}
+			if in.Limit != 0 {
+				q.Set("limit", strconv.Itoa(in.Limit))
+			}
+			return get(ctx, "/v1/gb/research?"+q.Encode())
+		})
+	addTool(s, "get_tree", "The run and all its sub-agents (name, reason, status, state, steps, tokens, cost) with totals.",
+		withID(func(ctx context.Context, id int64) (mcpOut, error) {
+			return get(ctx, fmt.Sprintf("/v1/gb/research/%d/tree", id))
+		}))
+	addTool(s, "get_events", "The events of the run's tree after a seq; with wait, waits for the next one.",
+		func(ctx context.Context, in mcpEventsInput) (mcpOut, error) {
+			if err := checkID(in.ID); err != nil {
+				return nil, err
+			}
+			return get(ctx, fmt.Sprintf("/v1/gb/research/%d/events?after=%d&wait=%d", in.ID, in.After, in.Wait))
+		})
+	addTool(s, "get_messages", "The messages the agents of the run's tree sent each other, oldest first.",
+		withID(func(ctx context.Context, id int64) (mcpOut, error) {
+			return get(ctx, fmt.Sprintf("/v1/gb/research/%d/messages", id))
+		}))
+	addTool(s, "get_sources", "The pages the run fetched and the search results it was shown (tree: of every agent of its tree).",
+		func(ctx context.Context, in mcpSourcesInput) (mcpOut, error) {
+			if err := checkID(in.ID); err != nil {
+				return nil, err
+			}
+			return get(ctx, fmt.Sprintf("/v1/gb/research/%d/sources?tree=%t", in.ID, in.Tree))
+		})
+	addTool(s, "cancel_research", "Cancel a run that has not ended, with its working sub-agents; cancelling an ended run is an error.",
+		withID(func(ctx context.Context, id int64) (mcpOut, error) {
+			run, err := cancelRun(ctx, c, id)
+			if err != nil {
+				return nil, err
+			}
+			return mcpOut{"id": run.ID, "status": run.Status, "error": run.Error}, nil
+		}))
+	return s
+}
+
+// addTool adds a tool whose errors are tool errors the model reads.
+func addTool[In any](s *mcp.Server, name, desc string, f func(context.Context, In) (mcpOut, error)) {
+	mcp.AddTool(s, &mcp.Tool{Name: name, Description: desc},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, mcpOut, error) {
+			out, err := f(ctx, in)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", name, err)
+			}
+			return nil, out, nil
+		})
+}
+
+// withID adapts a tool of one run id, checking it.
+func withID(f func(context.Context, int64) (mcpOut, error)) func(context.Context, mcpIDInput) (mcpOut, error) {
+	return func(ctx context.Context, in mcpIDInput) (mcpOut, error) {
+		if err := checkID(in.ID); err != nil {
+			return nil, err
+		}
+		return f(ctx, in.ID)
+	}
+}
+
+func checkID(id int64) error {
+	if id <= 0 {
+		return fmt.Errorf("id must be a run id (a positive integer), got %d", id)
+	}
+	return nil
+}

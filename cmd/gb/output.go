@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mattn/go-runewidth"
+	"github.com/spf13/cobra"
+)
+
+// output is the -o/--output (and --json) flag of a read command.
+type output struct {
+	format string
+	json   bool
+}
+
+// addOutput gives cmd -o json|table (default table) and --json.
+func addOutput(cmd *cobra.Command) *output {
+	o := &output{}
+	cmd.Flags().StringVarP(&o.format, "output", "o", "table", "output format: table or json")
+	cmd.Flags().BoolVar(&o.json, "json", false, "same as -o json")
+	return o
+}
+
+// isJSON reports whether JSON was asked for, or why the flag is wrong.
+func (o *output) isJSON() (bool, error) {
+	switch {
+	case o.json:
+		return true, nil
+	case o.format == "json":
+		return true, nil
+	case o.format == "table":
+		return false, nil
+	}
+	return false, usageErrorf("-o %q is not an output format; use table or json", o.format)
+}
+
+// writeJSON prints v as indented JSON: the API's field names, unchanged.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("error writing JSON: %w", err)
+	}
+	return nil
+}
+
+// table writes aligned columns with text/tabwriter.
+type table struct {
+	tw *tabwriter.Writer
+}
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+	t.row(header...)
+	return t
+}
+
+// row writes one line; tabs and newlines in cells become spaces.
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = oneLine(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) flush() error {
+	if err := t.tw.Flush(); err != nil {
+		return fmt.Errorf("error writing table: %w", err)
+	}
+	return nil
+}
+
+// oneLine folds all white space of s, newlines and tabs included, into
+// single spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// fit cuts s to at most width display columns, ending with "…" when cut.
+// It counts wide characters (CJK, emoji) as two columns and never cuts
+// inside a character or a grapheme cluster.
+func fit(s string, width int) string {
+	s = oneLine(s)
+	if runewidth.StringWidth(s) <= width {
+		return s
+	}
+	cut := runewidth.Truncate(s, width-runewidth.StringWidth("…"), "")
+	return strings.TrimRight(cut, " ") + "…"
+}

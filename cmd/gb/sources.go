@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// source is one entry of GET /v1/gb/research/{id}/sources.
+type source struct {
+	RunID  int64     `json:"run_id"`
+	Step   int       `json:"step"`
+	Kind   string    `json:"kind"`
+	URL    string    `json:"url"`
+	Title  string    `json:"title"`
+	Status int       `json:"status"`
+	Bytes  int64     `json:"bytes"`
+	Error  string    `json:"error,omitempty"`
+	Cached bool      `json:"cached"`
+	At     time.Time `json:"at"`
+}
+
+// sourcesPage is the answer of GET /v1/gb/research/{id}/sources.
+type sourcesPage struct {
+	Sources []source `json:"sources"`
+}
+
+func researchSourcesCmd() *cobra.Command {
+	var tree bool
+	cmd := &cobra.Command{
+		Use:   "sources ID",
+		Short: "The pages a run fetched and the search results it was shown",
+		Example: `  gb research sources 1
+  gb research sources 1 --tree -o json`,
+		Args: args(1, 1, "one run ID"),
+	}
+	o := addOutput(cmd)
+	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
+		asJSON, err := o.isJSON()
+		if err != nil {
+			return err
+		}
+		id, err := runID(a[0])
+		if err != nil {
+			return err
+		}
+		var p sourcesPage
+		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/sources?tree=%t", id, tree), nil, &p); err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), p)
+		}
+		return printSources(cmd.OutOrStdout(), p)
+	})
+	cmd.Flags().BoolVar(&tree, "tree", false, "the sources of every agent of the run's tree")
+	return cmd
+}
+
+func printSources(w io.Writer, p sourcesPage) error {
+	if len(p.Sources) == 0 {
+		fmt.Fprintln(w, "no sources yet")
+		return nil
+	}
+	t := newTable(w, "RUN", "STEP", "KIND", "STATUS", "BYTES", "TITLE", "URL")
+	for _, s := range p.Sources {
+		status := "-"
+		if s.Status != 0 {
+			status = strconv.Itoa(s.Status)
+		}
+		t.row(strconv.FormatInt(s.RunID, 10), strconv.Itoa(s.Step), s.Kind, status, strconv.FormatInt(s.Bytes, 10),
+			fit(s.Title, 40), fit(s.URL, 70))
+	}
+	return t.flush()
+}
