@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"log/slog"
 	"os"
 
@@ -70,6 +71,40 @@ func keysCmd() *cobra.Command {
 	create.Flags().StringVar(&user, "user", "", "the user who owns the key (required)")
 	_ = create.MarkFlagRequired("user")
 	return group("keys", "Manage API keys (DATABASE_URL)", "  gb keys create --user alice", create)
+}
+
+func usersCmd() *cobra.Command {
+	var maxSubagents string
+	set := &cobra.Command{
+		Use:   "set NAME --max-subagents N",
+		Short: "Set a user's bound on the sub-agents of their new researches (DATABASE_URL)",
+		Example: `  gb users set alice --max-subagents 0        # alice's researches spawn no sub-agents
+  gb users set alice --max-subagents default  # back to the server's GB_MAX_SUBAGENTS`,
+		Args: args(1, 1, "the user's name"),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			var n *int
+			if maxSubagents != "default" {
+				v, err := strconv.Atoi(maxSubagents)
+				if err != nil {
+					return usageErrorf("--max-subagents must be a whole number from 0 to %d, or default (got %q)", jobs.MaxSubagentsPerTree, maxSubagents)
+				}
+				n = &v
+			}
+			pool, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			if err := jobs.SetUserMaxSubagents(cmd.Context(), pool, a[0], n); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: max sub-agents %s (for researches started from now on)\n", a[0], maxSubagents)
+			return nil
+		},
+	}
+	set.Flags().StringVar(&maxSubagents, "max-subagents", "", "0 to 10, or default (required)")
+	_ = set.MarkFlagRequired("max-subagents")
+	return group("users", "Manage users (DATABASE_URL)", "  gb users set alice --max-subagents 2", set)
 }
 
 func kbCmd() *cobra.Command {

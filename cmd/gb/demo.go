@@ -67,7 +67,7 @@ func runDemo(ctx context.Context, topic string, out io.Writer) error {
 	}
 	defer logFile.Close()
 	fmt.Fprintf(out, "== migrating and starting the API and a worker (log: %s)\n", logFile.Name())
-	s, err := startStack(ctx, newLogger(logFile))
+	s, err := startStack(ctx, newLogger(logFile), messengerPostgres)
 	if err != nil {
 		return err
 	}

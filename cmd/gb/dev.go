@@ -32,7 +32,16 @@ type stack struct {
 }
 
 // startStack migrates the database and starts a working agent.
-func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
+// Message systems of --messenger.
+const (
+	messengerPostgres = "postgres"
+	messengerMemory   = "memory"
+)
+
+func startStack(ctx context.Context, logger *slog.Logger, messages string) (*stack, error) {
+	if messages != messengerPostgres && messages != messengerMemory {
+		return nil, usageErrorf("--messenger must be %s or %s (got %q)", messengerPostgres, messengerMemory, messages)
+	}
 	cfg, err := config.FromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
@@ -63,7 +72,11 @@ func startStack(ctx context.Context, logger *slog.Logger) (*stack, error) {
 		pool.Close()
 		return nil, err
 	}
-	msgr := messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})
+	var msgr jobs.Messenger = messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})
+	if messages == messengerMemory {
+		// One process only: API, worker and inboxes share its memory.
+		msgr = messenger.Detach(messenger.NewChanMessenger())
+	}
 	fault, err := faultHook(os.Getenv(envFaultKill))
 	if err != nil {
 		_ = listener.Stop(ctx)
@@ -140,29 +153,33 @@ func newLogger(w io.Writer) *slog.Logger {
 func devCmd() *cobra.Command {
 	var addr string
 	var riverUI bool
+	var messages string
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Migrate, then serve the API and run a worker in one process",
 		Example: `  gb dev
-  gb dev --addr 127.0.0.1:9090 --river-ui   # River UI on http://127.0.0.1:9090/riverui/`,
+  gb dev --addr 127.0.0.1:9090 --river-ui   # River UI on http://127.0.0.1:9090/riverui/
+  gb dev --messenger memory                 # sibling messages in this process's memory (no transcript)`,
 		Args: args(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDev(cmd.Context(), addr, riverUI, cmd.OutOrStdout())
+			return runDev(cmd.Context(), addr, riverUI, messages, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to serve the API on")
+	cmd.Flags().StringVar(&messages, "messenger", messengerPostgres, "message system of the agents: postgres (the table and LISTEN/NOTIFY) or memory "+
+		"(in this process only: messages are not stored, so there is no transcript, and a retried step may send twice)")
 	cmd.Flags().BoolVar(&riverUI, "river-ui", false, "also serve River UI, the view of the job queue, at /riverui/ (loopback addresses only: it shows every user's jobs)")
 	return cmd
 }
 
-func runDev(ctx context.Context, addr string, riverUI bool, out io.Writer) error {
+func runDev(ctx context.Context, addr string, riverUI bool, messages string, out io.Writer) error {
 	if riverUI {
 		if err := checkLoopback(addr); err != nil {
 			return err
 		}
 	}
 	logger := newLogger(os.Stderr)
-	s, err := startStack(ctx, logger)
+	s, err := startStack(ctx, logger, messages)
 	if err != nil {
 		return err
 	}
@@ -191,7 +208,7 @@ func workerCmd() *cobra.Command {
 		Args:    args(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := newLogger(os.Stderr)
-			s, err := startStack(cmd.Context(), logger)
+			s, err := startStack(cmd.Context(), logger, messengerPostgres)
 			if err != nil {
 				return err
 			}
