@@ -27,8 +27,8 @@ func followRun(ctx context.Context, c *apiClient, id int64, out io.Writer) error
 	}
 	fmt.Fprintf(out, "\n[run %d] %s · %d/%d steps · tree: %d agents · %d tokens · $%.4f · %s\n", d.ID, d.Status,
 		d.Steps, d.MaxSteps, d.Tree.Runs, d.Tree.Tokens, d.Tree.CostUSD, d.Elapsed)
-	if d.Status == jobs.StatusFailed {
-		return fmt.Errorf("research %d failed: %s", d.ID, d.Error)
+	if d.Status == jobs.StatusFailed || d.Status == jobs.StatusTimedOut {
+		return fmt.Errorf("research %d %s: %s", d.ID, d.Status, d.Error)
 	}
 	fmt.Fprintf(out, "\n%s\n", d.Report)
 	return nil

@@ -51,7 +51,7 @@ type (
 		ID int64 `json:"id" jsonschema:"the run id"`
 	}
 	mcpListInput struct {
-		Status   string `json:"status,omitempty" jsonschema:"only runs with this status: queued, working, waiting, succeeded or failed"`
+		Status   string `json:"status,omitempty" jsonschema:"only runs with this status: queued, working, waiting, succeeded, failed or timed_out"`
 		ParentID int64  `json:"parent_id,omitempty" jsonschema:"only the sub-agents of this run"`
 		Limit    int    `json:"limit,omitempty" jsonschema:"runs per page, 1 to 100 (default 20)"`
 		Cursor   string `json:"cursor,omitempty" jsonschema:"next_cursor of the previous page"`

@@ -119,7 +119,7 @@ func researchListCmd() *cobra.Command {
 		return printRuns(cmd.OutOrStdout(), page)
 	})
 	f := cmd.Flags()
-	f.StringVar(&status, "status", "", "only runs with this status: queued, working, waiting, succeeded or failed")
+	f.StringVar(&status, "status", "", "only runs with this status: queued, working, waiting, succeeded, failed or timed_out")
 	f.StringVar(&parent, "parent", "", "only the sub-agents of this run")
 	f.IntVar(&limit, "limit", 20, "runs per page (1-100)")
 	f.StringVar(&cursor, "cursor", "", "next_cursor of the previous page")

@@ -89,9 +89,9 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		p.ParentID = &id
 	}
 	switch p.Status {
-	case "", jobs.StatusQueued, jobs.StatusWorking, jobs.StatusWaiting, jobs.StatusSucceeded, jobs.StatusFailed:
+	case "", jobs.StatusQueued, jobs.StatusWorking, jobs.StatusWaiting, jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusTimedOut:
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request", "status", "status must be one of queued, working, waiting, succeeded, failed")
+		writeError(w, http.StatusBadRequest, "invalid_request", "status", "status must be one of queued, working, waiting, succeeded, failed, timed_out")
 		return
 	}
 	if s := q.Get("cursor"); s != "" {
