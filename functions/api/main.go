@@ -7,8 +7,10 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/gbresearch/gb/functions/api/apigw"
@@ -34,7 +36,35 @@ func main() {
 		fatal(err)
 	}
 	handler := httpapi.New(httpapi.Deps{Agent: agent, Logger: rt.Logger, Kick: rt.Kick()})
-	lambda.StartHandlerFunc(apigw.Handler(handler), lambda.WithEnableSIGTERM(rt.Close))
+	lambda.StartHandlerFunc(serve(rt, apigw.Handler(handler)), lambda.WithEnableSIGTERM(rt.Close))
+}
+
+// serve wraps the API's handler for one invocation: every log record of
+// the invocation carries the Lambda and API Gateway request ids, and an
+// invocation that may have written closes the pool's connections before
+// returning. River's job insert calls nextval(), which pins an RDS Proxy
+// session to its client connection for as long as that connection lives;
+// closing it ends the pinning. Reads keep their connections.
+func serve(rt *gbaws.Runtime, h func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		defer rt.Begin(ctx, ev.RequestContext.RequestID)()
+		res, err := h(ctx, ev)
+		if writes(ev.RequestContext.HTTP.Method) {
+			n := rt.ReleaseConns(ctx)
+			rt.Logger.DebugContext(ctx, "released database connections after a write", "closed", n)
+		}
+		return res, err
+	}
+}
+
+// writes says whether a request of this method may write, and so may have
+// inserted a River job.
+func writes(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
 }
 
 func fatal(err error) {

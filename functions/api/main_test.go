@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -29,6 +31,10 @@ func TestAPIUnderEmulator(t *testing.T) {
 	env["DATABASE_PROXY"] = "true"
 	env["WORKER_FUNCTION_NAME"] = "gb-worker"
 	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "30"
+	// As deployed: JSON logs, ApplicationLogLevel from the LogLevel parameter.
+	env["AWS_LAMBDA_LOG_FORMAT"] = "JSON"
+	env["AWS_LAMBDA_LOG_LEVEL"] = "DEBUG"
+	env["GB_LOG_LEVEL"] = "debug"
 	fn := lambdatest.Start(t, lambdatest.Build(t, "functions/api"), env)
 
 	call := func(t *testing.T, fixture string, vars map[string]string) events.APIGatewayV2HTTPResponse {
@@ -70,10 +76,21 @@ func TestAPIUnderEmulator(t *testing.T) {
 		t.Fatalf("%d available step jobs for the new run, want 1", jobCount)
 	}
 
+	// A write closes the API's connections before the invocation returns:
+	// River's insert calls nextval(), which pins an RDS Proxy session for
+	// the life of its connection.
+	lambdatest.WaitNoBackends(t, pool, "gb-api", 2*time.Second)
+	// Its debug record says so, with the Lambda and API Gateway request ids.
+	requireLogRecord(t, fn, "released database connections after a write", "Cq3nTgWkjoEEJ8g=")
+
 	vars["RUN_ID"] = strconv.FormatInt(created.ID, 10)
 	res = call(t, "get-research.json", vars)
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET: %d %s", res.StatusCode, res.Body)
+	}
+	// A read keeps its connection for the next request.
+	if sessions, _ := lambdatest.Backends(t, pool, "gb-api"); sessions == 0 {
+		t.Fatal("a read closed the API's connections")
 	}
 	var got jobs.Run
 	if err := json.Unmarshal([]byte(res.Body), &got); err != nil {
@@ -110,5 +127,28 @@ func TestAPIUnderEmulator(t *testing.T) {
 	}
 	if running != 0 {
 		t.Fatalf("%d jobs left the available state: the API worked a job", running)
+	}
+}
+
+// requireLogRecord waits for the JSON debug record with the message,
+// carrying a Lambda request id and the API Gateway request id apiID.
+func requireLogRecord(t *testing.T, fn *lambdatest.Function, message, apiID string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, line := range strings.Split(fn.Logs(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil || rec["message"] != message {
+				continue
+			}
+			if rec["level"] != "DEBUG" || rec["requestId"] == nil || rec["requestId"] == "" || rec["apiRequestId"] != apiID {
+				t.Fatalf("record %v: want level DEBUG, a requestId and apiRequestId %s", rec, apiID)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q record in the logs:\n%s", message, fn.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -21,7 +21,9 @@ import (
 	"github.com/gbresearch/gb/functions/worker/work"
 	gbaws "github.com/gbresearch/gb/infra/aws"
 	"github.com/gbresearch/gb/infra/config"
+	"github.com/gbresearch/gb/infra/fetch"
 	"github.com/gbresearch/gb/infra/httpapi"
+	"github.com/gbresearch/gb/infra/search"
 )
 
 // localOnly are the settings the code reads that template.yaml must not
@@ -29,14 +31,22 @@ import (
 var localOnly = []string{
 	config.EnvOpenAIKey,    // a key belongs in Secrets Manager (OPENAI_SECRET_ARN)
 	config.EnvOfflineDelay, // slows the offline policy down for demos and tests
+	search.EnvAPIKey,       // a key belongs in Secrets Manager (GB_SEARCH_SECRET_ARN)
+	fetch.EnvAllow,         // lets fetch reach private networks: tests and local development
+	fetch.EnvPorts,         // likewise for ports
 }
+
+// settingFiles hold the Env* constants of the settings the code reads.
+var settingFiles = []string{"infra/config/config.go", "infra/search/config.go", "infra/fetch/allow.go"}
 
 // template is template.yaml with CloudFormation's short tags in their long
 // form ({"Ref": x}, {"Fn::Sub": x}, ...), as CloudFormation reads them.
 type template struct {
-	root      string
-	Globals   map[string]any
-	Resources map[string]map[string]any
+	root       string
+	Parameters map[string]any
+	Mappings   map[string]any
+	Globals    map[string]any
+	Resources  map[string]map[string]any
 }
 
 func loadTemplate(t *testing.T) *template {
@@ -56,6 +66,8 @@ func loadTemplate(t *testing.T) *template {
 	}
 	tpl := &template{root: root, Resources: map[string]map[string]any{}}
 	tpl.Globals, _ = m["Globals"].(map[string]any)
+	tpl.Parameters, _ = m["Parameters"].(map[string]any)
+	tpl.Mappings, _ = m["Mappings"].(map[string]any)
 	res, _ := m["Resources"].(map[string]any)
 	for name, r := range res {
 		tpl.Resources[name], _ = r.(map[string]any)
@@ -129,18 +141,49 @@ func TestTemplateFunctionsAreMainPackages(t *testing.T) {
 		t.Errorf("globals: runtime %v handler %v architectures %v", g["Runtime"], g["Handler"], g["Architectures"])
 	}
 	for name, fn := range fns {
-		if dig(fn, "Metadata", "BuildMethod") != "go1.x" {
-			t.Errorf("%s: Metadata.BuildMethod is %v, want go1.x", name, dig(fn, "Metadata", "BuildMethod"))
+		// The makefile method with the whole module as CodeUri: a container
+		// build mounts CodeUri (go.mod must be in it) and --cached hashes it
+		// (a change anywhere in the module must rebuild).
+		if dig(fn, "Metadata", "BuildMethod") != "makefile" {
+			t.Errorf("%s: Metadata.BuildMethod is %v, want makefile", name, dig(fn, "Metadata", "BuildMethod"))
 		}
-		uri, _ := dig(fn, "Properties", "CodeUri").(string)
-		if uri == "" {
-			t.Errorf("%s: no CodeUri", name)
+		if uri := dig(fn, "Properties", "CodeUri"); uri != "." {
+			t.Errorf("%s: CodeUri is %v, want . (the module root, with go.mod and the Makefile)", name, uri)
+		}
+		pkg, err := makeTargetPackage(tpl.root, name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if err := mainPackage(filepath.Join(tpl.root, uri)); err != nil {
-			t.Errorf("%s: CodeUri %s: %v", name, uri, err)
+		if err := mainPackage(filepath.Join(tpl.root, pkg)); err != nil {
+			t.Errorf("%s: target build-%s builds %s: %v", name, name, pkg, err)
 		}
 	}
+}
+
+// makeTargetPackage returns the package the Makefile's build-<name> target
+// builds, from what make would run (make -n) as SAM calls it.
+func makeTargetPackage(root, name string) (string, error) {
+	cmd := exec.Command("make", "-n", "--makefile", filepath.Join(root, "Makefile"), "build-"+name)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "ARTIFACTS_DIR=/artifacts")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("the Makefile has no target build-%s: %v\n%s", name, err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.Contains(line, " go build ") {
+			continue
+		}
+		for _, want := range []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=arm64", "-trimpath", "-tags lambda.norpc", `-o "/artifacts/bootstrap"`} {
+			if !strings.Contains(line, want) {
+				return "", fmt.Errorf("build-%s runs %q, without %s", name, line, want)
+			}
+		}
+		f := strings.Fields(line)
+		return f[len(f)-1], nil
+	}
+	return "", fmt.Errorf("build-%s runs no go build:\n%s", name, out)
 }
 
 // mainPackage checks that dir holds a Go main package with a main func.
@@ -199,15 +242,26 @@ func TestTemplateRoutesMatchTheAPI(t *testing.T) {
 	}
 }
 
-// envConstants parses infra/config/config.go for its Env* string constants:
-// the settings the code reads.
+// envConstants parses settingFiles for their Env* string constants: the
+// settings the code reads.
 func envConstants(t *testing.T, root string) map[string]string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "infra", "config", "config.go"), nil, 0)
+	out := map[string]string{}
+	for _, name := range settingFiles {
+		envConstantsOf(t, filepath.Join(root, filepath.FromSlash(name)), out)
+	}
+	if len(out) < 10 {
+		t.Fatalf("found only %d Env constants in %v: %v", len(out), settingFiles, out)
+	}
+	return out
+}
+
+func envConstantsOf(t *testing.T, path string, out map[string]string) {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.CONST {
@@ -229,10 +283,6 @@ func envConstants(t *testing.T, root string) map[string]string {
 			}
 		}
 	}
-	if len(out) < 10 {
-		t.Fatalf("found only %d Env constants in config.go: %v", len(out), out)
-	}
-	return out
 }
 
 func TestTemplateDeclaresEverySetting(t *testing.T) {
@@ -323,6 +373,7 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 	tpl := loadTemplate(t)
 	workerARN := map[string]any{"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-worker"}
 	modelKey := map[string]any{"Ref": "OpenAISecretArn"}
+	searchKey := map[string]any{"Ref": "SearchSecretArn"}
 	dbSecret := map[string]any{"Ref": "DatabaseSecretArn"}
 	for name, fn := range tpl.functions() {
 		if dig(fn, "Properties", "Role") != nil {
@@ -344,7 +395,7 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 					}
 				case action == "secretsmanager:GetSecretValue":
 					switch {
-					case jsonEqual(st["Resource"], modelKey):
+					case jsonEqual(st["Resource"], modelKey), jsonEqual(st["Resource"], searchKey):
 						readsKey = true
 					case !jsonEqual(st["Resource"], dbSecret):
 						t.Errorf("%s: secretsmanager:GetSecretValue on %v", name, st["Resource"])
@@ -356,7 +407,7 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 			t.Errorf("%s: may invoke the worker: %v", name, invokes)
 		}
 		if readsKey != (name == "WorkerFunction") {
-			t.Errorf("%s: may read the model key: %v; only the worker calls the model", name, readsKey)
+			t.Errorf("%s: may read the model or search key: %v; only the worker calls the model and the web", name, readsKey)
 		}
 	}
 }
@@ -371,8 +422,10 @@ func TestTemplateEventsDecode(t *testing.T) {
 	t.Parallel()
 	tpl := loadTemplate(t)
 	worker := tpl.Resources["WorkerFunction"]
-	if dig(worker, "Properties", "Timeout") == nil || dig(worker, "Properties", "ReservedConcurrentExecutions") == nil {
-		t.Error("the worker needs a Timeout and a ReservedConcurrentExecutions")
+	// Reserved concurrency is optional: WorkerConcurrency 0 reserves none.
+	wantRC := map[string]any{"Fn::If": []any{"HasWorkerConcurrency", map[string]any{"Ref": "WorkerConcurrency"}, map[string]any{"Ref": "AWS::NoValue"}}}
+	if dig(worker, "Properties", "Timeout") == nil || !jsonEqual(dig(worker, "Properties", "ReservedConcurrentExecutions"), wantRC) {
+		t.Errorf("the worker needs a Timeout and an optional ReservedConcurrentExecutions, got %v", dig(worker, "Properties", "ReservedConcurrentExecutions"))
 	}
 	sweep := dig(worker, "Properties", "Events", "Sweep")
 	if dig(sweep, "Type") != "Schedule" || !jsonEqual(dig(sweep, "Properties", "Schedule"), map[string]any{"Ref": "SweepSchedule"}) {
@@ -423,5 +476,76 @@ func TestTemplateIsValidSAM(t *testing.T) {
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("validate-sam-template: %v\n%s", err, out)
+	}
+}
+
+// TestTemplateLogLevel: Lambda's ApplicationLogLevel follows the LogLevel
+// parameter for every level it allows, as GB_LOG_LEVEL does.
+func TestTemplateLogLevel(t *testing.T) {
+	t.Parallel()
+	tpl := loadTemplate(t)
+	lc := dig(tpl.Globals, "Function", "LoggingConfig")
+	if dig(lc, "LogFormat") != "JSON" {
+		t.Errorf("LogFormat %v, want JSON", dig(lc, "LogFormat"))
+	}
+	if want := map[string]any{"Fn::FindInMap": []any{"LogLevels", map[string]any{"Ref": "LogLevel"}, "Lambda"}}; !jsonEqual(dig(lc, "ApplicationLogLevel"), want) {
+		t.Fatalf("ApplicationLogLevel is %v, want %v", dig(lc, "ApplicationLogLevel"), want)
+	}
+	if !jsonEqual(dig(tpl.Globals, "Function", "Environment", "Variables", config.EnvLogLevel), map[string]any{"Ref": "LogLevel"}) {
+		t.Errorf("%s should be the LogLevel parameter", config.EnvLogLevel)
+	}
+	for _, level := range toStrings(dig(tpl.Parameters, "LogLevel", "AllowedValues")) {
+		got := fmt.Sprint(dig(tpl.Mappings, "LogLevels", level, "Lambda"))
+		if got != strings.ToUpper(level) {
+			t.Errorf("LogLevel %s maps to ApplicationLogLevel %q", level, got)
+		}
+	}
+	if len(toStrings(dig(tpl.Parameters, "LogLevel", "AllowedValues"))) != 4 {
+		t.Error("LogLevel should allow debug, info, warn and error")
+	}
+}
+
+// TestTemplateSchedulerKeepsFailures: the scheduler's asynchronous
+// invocations are retried and what fails every attempt goes to a queue.
+func TestTemplateSchedulerKeepsFailures(t *testing.T) {
+	t.Parallel()
+	tpl := loadTemplate(t)
+	cfg := dig(tpl.Resources["SchedulerFunction"], "Properties", "EventInvokeConfig")
+	if n := fmt.Sprint(dig(cfg, "MaximumRetryAttempts")); n != "2" {
+		t.Errorf("MaximumRetryAttempts %s, want 2 (Lambda's most)", n)
+	}
+	onFailure := dig(cfg, "DestinationConfig", "OnFailure")
+	if dig(onFailure, "Type") != "SQS" || !jsonEqual(dig(onFailure, "Destination"), map[string]any{"Fn::GetAtt": []any{"SchedulerFailures", "Arn"}}) {
+		t.Fatalf("on-failure destination %v, want the SchedulerFailures queue", onFailure)
+	}
+	if q := tpl.Resources["SchedulerFailures"]; q["Type"] != "AWS::SQS::Queue" {
+		t.Errorf("SchedulerFailures is %v, want an SQS queue", q["Type"])
+	}
+}
+
+// TestTemplateKMSDecrypt: a customer-managed key may be used by the
+// functions that read a secret, only through Secrets Manager.
+func TestTemplateKMSDecrypt(t *testing.T) {
+	t.Parallel()
+	tpl := loadTemplate(t)
+	via := map[string]any{"StringEquals": map[string]any{"kms:ViaService": map[string]any{"Fn::Sub": "secretsmanager.${AWS::Region}.amazonaws.com"}}}
+	for name, fn := range tpl.functions() {
+		readsSecret, decrypts := false, false
+		for _, st := range statements(dig(fn, "Properties", "Policies")) {
+			for _, action := range toStrings(st["Action"]) {
+				switch action {
+				case "secretsmanager:GetSecretValue":
+					readsSecret = true
+				case "kms:Decrypt":
+					decrypts = true
+					if !jsonEqual(st["Resource"], map[string]any{"Ref": "SecretsKmsKeyArn"}) || !jsonEqual(st["Condition"], via) {
+						t.Errorf("%s: kms:Decrypt on %v with %v, want the key parameter through Secrets Manager", name, st["Resource"], st["Condition"])
+					}
+				}
+			}
+		}
+		if readsSecret != decrypts {
+			t.Errorf("%s: reads a secret %v, may decrypt %v", name, readsSecret, decrypts)
+		}
 	}
 }

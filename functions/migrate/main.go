@@ -28,8 +28,8 @@ func main() {
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("migrate cannot start", "err", err)
 		os.Exit(1)
 	}
-	lambda.StartHandlerFunc(func(ctx context.Context, _ json.RawMessage) (result, error) {
+	lambda.StartHandlerFunc(gbaws.Wrap(rt, func(ctx context.Context, _ json.RawMessage) (result, error) {
 		n, err := db.Migrate(ctx, rt.Pool, rt.Logger)
 		return result{Applied: n}, err
-	}, lambda.WithEnableSIGTERM(rt.Close))
+	}), lambda.WithEnableSIGTERM(rt.Close))
 }

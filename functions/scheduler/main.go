@@ -27,7 +27,7 @@ func main() {
 		fatal(err)
 	}
 	h := &schedule.Handler{Agent: agent, Logger: rt.Logger}
-	lambda.StartHandlerFunc(h.Handle, lambda.WithEnableSIGTERM(rt.Close))
+	lambda.StartHandlerFunc(gbaws.Wrap(rt, h.Handle), lambda.WithEnableSIGTERM(rt.Close))
 }
 
 func fatal(err error) {

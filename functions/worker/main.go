@@ -28,12 +28,17 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+	searcher, fetcher, err := rt.Config.NewWeb(rt.Logger)
+	if err != nil {
+		fatal(err)
+	}
 	cfg := rt.Config.Agent()
 	// The message listener's one LISTEN connection lives only during an
 	// invocation: work.Worker starts it before River and stops it after.
 	listener := messenger.NewListener(rt.Pool, rt.Logger)
 	msgr := messenger.NewPostgres(rt.Pool, listener, messenger.PostgresConfig{})
-	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: model, Messenger: msgr, Logger: rt.Logger, Config: cfg, Work: true})
+	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: model, Messenger: msgr, Logger: rt.Logger, Config: cfg,
+		Search: searcher, Fetch: fetcher, Types: rt.Config.Types, Work: true})
 	if err != nil {
 		fatal(err)
 	}
@@ -42,7 +47,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	lambda.StartHandlerFunc(w.Handle, lambda.WithEnableSIGTERM(rt.Close))
+	lambda.StartHandlerFunc(gbaws.Wrap(rt, w.Handle), lambda.WithEnableSIGTERM(rt.Close))
 }
 
 func fatal(err error) {

@@ -4,6 +4,6 @@
 // RDS IAM auth token per connection, the Lambda logger), and the kick that
 // wakes a worker through an asynchronous Lambda Invoke.
 //
-// It may import infra/config, infra/db, infra/logs, infra/offline, infra/openai and
-// jobs/llm; it knows nothing of HTTP routes, jobs or River.
+// It may import infra/config, infra/db, infra/logs, infra/offline, infra/openai,
+// infra/search and jobs/llm; it knows nothing of HTTP routes, jobs or River.
 package aws

@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync/atomic"
 
-	"github.com/aws/aws-lambda-go/lambdacontext"
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -34,8 +34,9 @@ type SetupParams struct {
 	AppName string
 	// MaxConns bounds the pool; 0 means db.MaxConnsDefault.
 	MaxConns int32
-	// ModelKey makes Setup read OPENAI_SECRET_ARN. Only the function that
-	// calls the model (the worker) needs it, and only it may read it.
+	// ModelKey makes Setup read OPENAI_SECRET_ARN and GB_SEARCH_SECRET_ARN.
+	// Only the function that calls the model and the web (the worker)
+	// needs them, and only it may read them.
 	ModelKey bool
 	// LoadAWS loads the AWS configuration, when the settings need one (a
 	// secret to read, IAM database auth, a worker to kick); nil means the
@@ -51,11 +52,13 @@ type Runtime struct {
 	Config config.Config
 	// Pool is the function's pool, kept for the execution environment.
 	Pool *pgxpool.Pool
-	// Logger is the Lambda logger at GB_LOG_LEVEL.
+	// Logger is the Lambda logger (see LogLevel and NewLogger); its records
+	// carry the ids of the invocation under way (see Begin).
 	Logger *slog.Logger
 	// AWS is the AWS configuration; nil when the settings need none.
-	AWS    *awssdk.Config
-	kicker *Kicker
+	AWS     *awssdk.Config
+	kicker  *Kicker
+	current *atomic.Pointer[Invocation]
 }
 
 // Setup reads the settings, the secrets they name, and opens the pool. Its
@@ -69,9 +72,14 @@ func Setup(ctx context.Context, p SetupParams) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid settings: %w", err)
 	}
-	rt := &Runtime{Config: cfg, Logger: NewLogger(cfg.LogLevel)}
+	level, levelWarning := LogLevel(getenv, cfg.LogLevel)
+	rt := &Runtime{Config: cfg, current: &atomic.Pointer[Invocation]{}}
+	rt.Logger = newLogger(os.Stdout, getenv(EnvLambdaLogFormat), level, rt.current)
+	if levelWarning != "" {
+		rt.Logger.Warn(levelWarning, "level", level.String())
+	}
 
-	needAWS := cfg.DatabaseSecretARN != "" || (p.ModelKey && cfg.OpenAISecretARN != "") ||
+	needAWS := cfg.DatabaseSecretARN != "" || (p.ModelKey && (cfg.OpenAISecretARN != "" || cfg.SearchSecretARN != "")) ||
 		cfg.DatabaseIAMAuth || cfg.WorkerFunction != ""
 	if needAWS {
 		load := p.LoadAWS
@@ -84,7 +92,8 @@ func Setup(ctx context.Context, p SetupParams) (*Runtime, error) {
 		}
 		rt.AWS = &ac
 	}
-	if cfg.DatabaseSecretARN != "" || (p.ModelKey && cfg.OpenAISecretARN != "") {
+	workerKeys := p.ModelKey && (cfg.OpenAISecretARN != "" || cfg.SearchSecretARN != "")
+	if cfg.DatabaseSecretARN != "" || workerKeys {
 		sm := p.Secrets
 		if sm == nil {
 			sm = secretsmanager.NewFromConfig(*rt.AWS)
@@ -175,31 +184,4 @@ func (m recordingModel) Name() string { return string(m) }
 
 func (m recordingModel) Complete(context.Context, llm.Request) (llm.Response, error) {
 	return llm.Response{}, ErrNoModelHere
-}
-
-// NewLogger returns the Lambda logger (text or JSON as AWS_LAMBDA_LOG_FORMAT
-// says, with the request id of each invocation) that drops records below
-// level. Lambda's own AWS_LAMBDA_LOG_LEVEL still applies: debug records
-// need both.
-func NewLogger(level slog.Level) *slog.Logger {
-	// An outage of the database is logged once, then summarized.
-	return slog.New(logs.NewThrottle(&minLevel{Handler: lambdacontext.NewLogHandler(), min: level}, logs.ThrottleOptions{}))
-}
-
-// minLevel drops records below min.
-type minLevel struct {
-	slog.Handler
-	min slog.Level
-}
-
-func (h *minLevel) Enabled(ctx context.Context, l slog.Level) bool {
-	return l >= h.min && h.Handler.Enabled(ctx, l)
-}
-
-func (h *minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
-}
-
-func (h *minLevel) WithGroup(name string) slog.Handler {
-	return &minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/gbresearch/gb/infra/config"
+	"github.com/gbresearch/gb/infra/search"
 )
 
 // SecretGetter is the Secrets Manager call the functions make.
@@ -25,9 +26,11 @@ type SecretGetter interface {
 
 // ResolveSecrets reads the secrets the settings name into the settings:
 // DATABASE_SECRET_ARN into DatabaseURL (see DatabaseURLFromSecret) and,
-// when modelKey is set, OPENAI_SECRET_ARN into OpenAIKey (see
-// OpenAIKeyFromSecret). Only the function that calls the model reads the
-// model's key. Errors start with the variable's name.
+// when modelKey is set, OPENAI_SECRET_ARN into OpenAIKey and
+// GB_SEARCH_SECRET_ARN into Search.APIKey (see OpenAIKeyFromSecret; the
+// openai search provider takes the model's key when it has none of its
+// own). Only the function that calls the model and the web (the worker)
+// reads their keys. Errors start with the variable's name.
 func ResolveSecrets(ctx context.Context, sm SecretGetter, cfg *config.Config, modelKey bool) error {
 	if cfg.DatabaseSecretARN != "" {
 		s, err := readSecret(ctx, sm, cfg.DatabaseSecretARN)
@@ -50,6 +53,20 @@ func ResolveSecrets(ctx context.Context, sm SecretGetter, cfg *config.Config, mo
 			return fmt.Errorf("%s: %w", config.EnvOpenAISecretARN, err)
 		}
 		cfg.OpenAIKey = key
+	}
+	if modelKey && cfg.SearchSecretARN != "" {
+		s, err := readSecret(ctx, sm, cfg.SearchSecretARN)
+		if err != nil {
+			return fmt.Errorf("%s: %w", config.EnvSearchSecretARN, err)
+		}
+		key, err := OpenAIKeyFromSecret(s)
+		if err != nil {
+			return fmt.Errorf("%s: %w", config.EnvSearchSecretARN, err)
+		}
+		cfg.Search.APIKey = key
+	}
+	if modelKey && cfg.Search.Provider == search.OpenAI && cfg.Search.APIKey == "" {
+		cfg.Search.APIKey = cfg.OpenAIKey
 	}
 	return nil
 }

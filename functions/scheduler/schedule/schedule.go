@@ -56,10 +56,21 @@ var allowedFields = strings.Join(fields, ", ")
 
 // Result is what the function returns.
 type Result struct {
-	// RunID is the research's run.
+	// RunID is the research's run (0 when the event was invalid).
 	RunID int64 `json:"run_id"`
 	// Created is false when this delivery repeated one that started it.
 	Created bool `json:"created"`
+	// Invalid, when set, is why the event can never start a research: it
+	// was logged and acknowledged, so that Lambda does not retry it.
+	Invalid *Invalid `json:"invalid,omitempty"`
+}
+
+// Invalid is the answer to an event that can never start a research.
+type Invalid struct {
+	// Field is the JSON field at fault; empty when the event as a whole is.
+	Field string `json:"field"`
+	// Message says what is wrong and what is allowed.
+	Message string `json:"message"`
 }
 
 // InputError is an event that can never start a research: retrying it will
@@ -181,8 +192,12 @@ type Handler struct {
 
 // Handle starts the research an event asks for. A repeated delivery of the
 // same scheduled time returns the run it started the first time, with
-// Created false. An event that can never succeed returns an *InputError
-// (logged with the field at fault); other errors are worth a retry.
+// Created false. An event that can never succeed is logged with the field
+// at fault and acknowledged: Handle returns its Result.Invalid and no
+// error, since EventBridge Scheduler invokes asynchronously and Lambda
+// would retry an error to no avail. Any error it returns is worth a retry
+// (the database unreachable, for one); what fails every attempt goes to
+// the function's on-failure destination.
 func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, error) {
 	logger := h.Logger
 	if logger == nil {
@@ -192,9 +207,10 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie):
-		logger.ErrorContext(ctx, "invalid scheduled research", "field", ie.Field, "err", err)
+		logger.ErrorContext(ctx, "invalid scheduled research; acknowledged, not retried", "field", ie.Field, "err", err)
+		return Result{Invalid: &Invalid{Field: ie.Field, Message: ie.Error()}}, nil
 	case err != nil:
-		logger.ErrorContext(ctx, "could not start scheduled research", "err", err)
+		logger.ErrorContext(ctx, "could not start scheduled research; Lambda retries it", "err", err)
 	default:
 		logger.InfoContext(ctx, "scheduled research", "run_id", res.RunID, "created", res.Created)
 	}

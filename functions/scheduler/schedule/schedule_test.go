@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gbresearch/gb/functions/lambdatest"
 	"github.com/gbresearch/gb/functions/scheduler/schedule"
@@ -104,13 +107,48 @@ func TestHandleIsIdempotentPerScheduledTime(t *testing.T) {
 		{strings.Replace(strings.Replace(good, `"topic"`, `"dataset":"nope","topic"`, 1), "06:00", "08:00", 1), "dataset"},
 	} {
 		logs.Reset()
-		_, err := h.Handle(ctx, []byte(tc.event))
-		var ie *schedule.InputError
-		if !errors.As(err, &ie) || ie.Field != tc.field {
-			t.Fatalf("%s: got %v, want an input error on %s", tc.event, err, tc.field)
+		res, err := h.Handle(ctx, []byte(tc.event))
+		// Acknowledged (no error, so no retry), with the field at fault.
+		if err != nil || res.Invalid == nil || res.Invalid.Field != tc.field || res.RunID != 0 {
+			t.Fatalf("%s: got %+v, %v; want it acknowledged as invalid on %s", tc.event, res, err, tc.field)
 		}
-		if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "field="+tc.field) {
-			t.Fatalf("the log line should name the field %s: %s", tc.field, logs.String())
+		if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), "field="+tc.field) {
+			t.Fatalf("want one error line naming the field %s: %s", tc.field, logs.String())
 		}
+	}
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM gb_agent_research_runs").Scan(&runs); err != nil || runs != 2 {
+		t.Fatalf("%d runs after the invalid events (%v), want the 2 valid ones", runs, err)
+	}
+}
+
+// TestHandleFailsWhenTheDatabaseIsDown: with the database unreachable, a
+// valid event fails the invocation (so that Lambda retries it) instead of
+// being acknowledged as invalid.
+func TestHandleFailsWhenTheDatabaseIsDown(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there any more
+	pool, err := pgxpool.New(context.Background(), "postgres://gb@"+addr+"/gb?sslmode=disable&connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	h := &schedule.Handler{Agent: agent, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	res, err := h.Handle(context.Background(), []byte(good))
+	var ie *schedule.InputError
+	if err == nil || errors.As(err, &ie) || res.Invalid != nil {
+		t.Fatalf("got %+v, %v; want a failed invocation worth a retry", res, err)
+	}
+	if !strings.Contains(logs.String(), "Lambda retries it") {
+		t.Fatalf("the log should say the event is retried: %s", logs.String())
 	}
 }
