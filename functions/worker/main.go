@@ -28,6 +28,10 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+	models, err := rt.Config.NewModels(rt.Logger)
+	if err != nil {
+		fatal(err)
+	}
 	searcher, fetcher, err := rt.Config.NewWeb(rt.Logger)
 	if err != nil {
 		fatal(err)
@@ -38,7 +42,7 @@ func main() {
 	listener := messenger.NewListener(rt.Pool, rt.Logger)
 	msgr := messenger.NewPostgres(rt.Pool, listener, messenger.PostgresConfig{})
 	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: model, Messenger: msgr, Logger: rt.Logger, Config: cfg,
-		Search: searcher, Fetch: fetcher, Types: rt.Config.Types, Work: true})
+		Search: searcher, Fetch: fetcher, Types: rt.Config.Types, Models: models, Work: true})
 	if err != nil {
 		fatal(err)
 	}
