@@ -23,7 +23,14 @@ import (
 // unless the test stops it first.
 func startWorker(t *testing.T, pool *pgxpool.Pool, model llm.Model, cfg jobs.Config, msgr jobs.Messenger) *jobs.Agent {
 	t.Helper()
-	a, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Config: cfg, Work: true})
+	return startAgent(t, jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Config: cfg})
+}
+
+// startAgent starts a working agent built from d.
+func startAgent(t *testing.T, d jobs.Deps) *jobs.Agent {
+	t.Helper()
+	d.Work = true
+	a, err := jobs.New(d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,10 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/gbresearch/gb/jobs/llm"
-	"github.com/gbresearch/gb/messenger"
 )
 
 // The tool send_input sends a follow-up to one of the run's working
@@ -61,17 +59,7 @@ func runSendInput(ctx context.Context, env *toolEnv, raw json.RawMessage) (strin
 	if from == "" {
 		from = "parent"
 	}
-	err = messenger.SendMessage(ctx, env.agent.messenger.InTx(env.tx), messenger.Message{
-		From: env.run.ID, FromName: from, To: kid.ID, Text: args.Text})
-	switch {
-	case errors.Is(err, messenger.ErrNoInbox):
-		return "", toolErrorf("%s has ended: its inbox is gone and the input was not delivered", kid.Name)
-	case errors.Is(err, messenger.ErrInboxFull):
-		return "", toolErrorf("%s's inbox is full (%d unread messages); the input was not delivered", kid.Name, messenger.InboxSize)
-	case err != nil:
-		return "", err
-	}
-	if err := addEvent(ctx, env.tx, env.run, EventMessage, map[string]any{"to": kid.Name, "to_run": kid.ID, "input": true}); err != nil {
+	if err := sendTo(ctx, env, kid, from, args.Text, "input", map[string]any{"input": true}); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("sent to %s (run %d); it sees it at the start of its next step", kid.Name, kid.ID), nil

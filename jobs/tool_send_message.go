@@ -70,18 +70,29 @@ func runSendMessage(ctx context.Context, env *toolEnv, raw json.RawMessage) (str
 	if to.Ended() {
 		return "", toolErrorf("%s has ended: its inbox is gone and the message was not delivered", to.Name)
 	}
-	err = messenger.SendMessage(ctx, env.agent.messenger.InTx(env.tx), messenger.Message{
-		From: env.run.ID, FromName: env.run.Name, To: to.ID, Text: args.Text})
-	switch {
-	case errors.Is(err, messenger.ErrNoInbox):
-		return "", toolErrorf("%s has ended: its inbox is gone and the message was not delivered", to.Name)
-	case errors.Is(err, messenger.ErrInboxFull):
-		return "", toolErrorf("%s's inbox is full (%d unread messages); the message was not delivered", to.Name, messenger.InboxSize)
-	case err != nil:
-		return "", err
-	}
-	if err := addEvent(ctx, env.tx, env.run, EventMessage, map[string]any{"to": to.Name, "to_run": to.ID}); err != nil {
+	if err := sendTo(ctx, env, to, env.run.Name, args.Text, "message", nil); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("sent to %s (run %d)", to.Name, to.ID), nil
+}
+
+// sendTo sends text to a run of the tree through the messenger in the
+// step's transaction and records it on the timeline; an ended run or a
+// full inbox is a toolError saying the what was not delivered.
+func sendTo(ctx context.Context, env *toolEnv, to *Run, from, text, what string, data map[string]any) error {
+	err := messenger.SendMessage(ctx, env.agent.messenger.InTx(env.tx), messenger.Message{
+		From: env.run.ID, FromName: from, To: to.ID, Text: text})
+	switch {
+	case errors.Is(err, messenger.ErrNoInbox):
+		return toolErrorf("%s has ended: its inbox is gone and the %s was not delivered", to.Name, what)
+	case errors.Is(err, messenger.ErrInboxFull):
+		return toolErrorf("%s's inbox is full (%d unread messages); the %s was not delivered", to.Name, messenger.InboxSize, what)
+	case err != nil:
+		return err
+	}
+	ev := map[string]any{"to": to.Name, "to_run": to.ID}
+	for k, v := range data {
+		ev[k] = v
+	}
+	return addEvent(ctx, env.tx, env.run, EventMessage, ev)
 }

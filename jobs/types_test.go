@@ -163,7 +163,7 @@ func TestSubagentPastItsWallClockEndsTimedOut(t *testing.T) {
 		return llm.Message{Content: "done"}, nil
 	}}
 	b := setup(t, setupOpts{noWork: true})
-	startWorkerWithTypes(t, b, model, types)
+	startAgent(t, jobs.Deps{Pool: b.pool, Model: model, Types: types})
 	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
 	if err != nil {
 		t.Fatal(err)
@@ -199,22 +199,6 @@ func TestSubagentPastItsWallClockEndsTimedOut(t *testing.T) {
 	if !strings.Contains(waitResult, "## busy (run") || !strings.Contains(waitResult, ": timed_out\nerror: timed out") {
 		t.Errorf("the parent's wait result does not show the time-out:\n%s", waitResult)
 	}
-}
-
-func startWorkerWithTypes(t *testing.T, b *testBundle, model llm.Model, types *jobs.Types) {
-	t.Helper()
-	a, err := jobs.New(jobs.Deps{Pool: b.pool, Model: model, Types: types, Work: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = a.Stop(ctx)
-	})
 }
 
 func TestSpawningOffForAUserOffersNoSpawnTools(t *testing.T) {
@@ -310,14 +294,7 @@ func TestSubagentOnASecondModelPaysItsPrice(t *testing.T) {
 	alpha := &pricedModel{scriptModel{fn: script}, "alpha", 0.001}
 	beta := &pricedModel{scriptModel{fn: script}, "beta", 0.25}
 	b := setup(t, setupOpts{noWork: true})
-	a, err := jobs.New(jobs.Deps{Pool: b.pool, Model: alpha, Models: []llm.Model{alpha, beta}, Work: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	a := startAgent(t, jobs.Deps{Pool: b.pool, Model: alpha, Models: []llm.Model{alpha, beta}})
 	root, _, err := a.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
 	if err != nil {
 		t.Fatal(err)

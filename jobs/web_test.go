@@ -250,14 +250,7 @@ func startWebResearch(t *testing.T, model llm.Model, web *fakeWeb, obs jobs.Obse
 	t.Helper()
 	pool := dbtest.NewPool(t)
 	b := setupOn(t, pool, setupOpts{noWork: true})
-	a, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Search: web, Fetch: web, Observer: obs, Work: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = a.Stop(context.Background()) })
+	startAgent(t, jobs.Deps{Pool: pool, Model: model, Search: web, Fetch: web, Observer: obs})
 	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: topic})
 	if err != nil {
 		t.Fatal(err)
