@@ -31,7 +31,7 @@ const (
 	RescueMarginDefault = 10 * time.Second
 	// MaintainIntervalDefault is how often a working process rescues the
 	// jobs of dead workers and repairs runs with no way forward.
-	MaintainIntervalDefault = 2 * time.Second
+	MaintainIntervalDefault = time.Second
 	// MaxReportCharsDefault caps a sub-agent's report in a wait result.
 	MaxReportCharsDefault = 4000
 	// unavailableRetry is how soon a step that could not reach the
