@@ -6,6 +6,11 @@ ALTER TABLE gb_users ADD COLUMN max_subagents int CHECK (max_subagents BETWEEN 0
 ALTER TABLE gb_agent_research_runs ADD COLUMN max_subagents int NOT NULL DEFAULT 10
     CHECK (max_subagents BETWEEN 0 AND 10);
 
+-- The reconciler looks at the runs not ended on every maintenance pass.
+CREATE INDEX gb_runs_unended_idx ON gb_agent_research_runs (status, id)
+    WHERE status IN ('queued', 'working', 'waiting');
+
 -- +goose Down
+DROP INDEX gb_runs_unended_idx;
 ALTER TABLE gb_agent_research_runs DROP COLUMN max_subagents;
 ALTER TABLE gb_users DROP COLUMN max_subagents;
