@@ -335,6 +335,10 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	if errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
 		return err // the run was ended by whoever cancelled the job
 	}
+	var snooze *rivertype.JobSnoozeError
+	if errors.As(err, &snooze) {
+		return err // a wait (for the budget) spends no attempt, even the last
+	}
 	if ctx.Err() == nil && DatabaseUnavailable(err) {
 		// Not the step's fault: try again soon without spending an attempt.
 		w.agent.logger.WarnContext(ctx, "step put back: the database is unavailable", "run_id", job.Args.RunID,

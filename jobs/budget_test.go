@@ -118,3 +118,42 @@ func TestUsageOfAStepThatDidNotCommitIsCountedOnce(t *testing.T) {
 		t.Fatalf("calls %d (committed %d), run tokens %d; want 2 calls, 1 committed, 220 tokens", calls, committed, done.Tokens)
 	}
 }
+
+func TestBudgetWaitOnTheLastAttemptSpendsNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	ctx := context.Background()
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "q", MaxTokens: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The job is on its last attempt, and a call of the tree in flight
+	// (a running job's reservation) holds the whole budget for 1 s.
+	if _, err := b.pool.Exec(ctx, `UPDATE river_job SET attempt = max_attempts - 1
+		WHERE args @> jsonb_build_object('run_id', $1::bigint)`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	var holder int64
+	if err := b.pool.QueryRow(ctx, `INSERT INTO river_job (args, kind, max_attempts, queue, state, attempt, attempted_at)
+		VALUES ('{}', 'other', 1, 'elsewhere', 'running', 1, now()) RETURNING id`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `INSERT INTO gb_model_calls (job_id, attempt, run_id, root_id, status, reserved_tokens)
+		VALUES ($1, 1, $2, $2, 'reserved', 1000)`, holder, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	model := &meteredModel{prompt: 20, completion: 10, fn: func(context.Context, llm.Request) (llm.Message, error) {
+		return llm.Message{Content: "report"}, nil
+	}}
+	startWorker(t, b.pool, model, jobs.Config{MaxCompletionTokens: 10}, nil)
+	time.Sleep(time.Second)
+	if r, _ := jobs.GetRun(ctx, b.pool, run.ID); r.Ended() {
+		t.Fatalf("a wait for the budget on the last attempt ended the run: %s %q", r.Status, r.Error)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE gb_model_calls SET status = 'released' WHERE job_id = $1`, holder); err != nil {
+		t.Fatal(err)
+	}
+	if done := waitEnded(t, b.pool, run.ID, 20*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+}

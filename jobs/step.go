@@ -169,6 +169,11 @@ func (a *Agent) recordBudgetStop(ctx context.Context, seen *Run, why string) err
 		if err != nil || run == nil {
 			return err
 		}
+		var recorded bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM gb_agent_research_events WHERE run_id = $1 AND kind = $2)`,
+			run.ID, EventBudget).Scan(&recorded); err != nil || recorded {
+			return err // once per run, however often its closing step is retried
+		}
 		return addEvent(ctx, tx, run, EventBudget, map[string]any{"error": why})
 	})
 }
