@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"log/slog"
 	"os"
+	"strconv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
