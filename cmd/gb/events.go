@@ -48,15 +48,7 @@ func researchEventsCmd() *cobra.Command {
 		Args: args(1, 1, "one run ID"),
 	}
 	o := addOutput(cmd)
-	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
-		asJSON, err := o.isJSON()
-		if err != nil {
-			return err
-		}
-		id, err := runID(a[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = withRun(o, func(ctx context.Context, c *apiClient, cmd *cobra.Command, id int64, asJSON bool) error {
 		out := cmd.OutOrStdout()
 		if !follow {
 			p, err := pollEvents(ctx, c, id, after, 0)

@@ -31,6 +31,22 @@ func withClient(f func(ctx context.Context, c *apiClient, cmd *cobra.Command, a 
 	}
 }
 
+// withRun is withClient for a read command of one run: it parses the run
+// ID argument and the output format first.
+func withRun(o *output, f func(ctx context.Context, c *apiClient, cmd *cobra.Command, id int64, asJSON bool) error) func(*cobra.Command, []string) error {
+	return withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
+		asJSON, err := o.isJSON()
+		if err != nil {
+			return err
+		}
+		id, err := runID(a[0])
+		if err != nil {
+			return err
+		}
+		return f(ctx, c, cmd, id, asJSON)
+	})
+}
+
 func researchStartCmd() *cobra.Command {
 	var (
 		follow    bool
@@ -163,15 +179,7 @@ func researchGetCmd() *cobra.Command {
 		Args: args(1, 1, "one run ID"),
 	}
 	o := addOutput(cmd)
-	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
-		asJSON, err := o.isJSON()
-		if err != nil {
-			return err
-		}
-		id, err := runID(a[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = withRun(o, func(ctx context.Context, c *apiClient, cmd *cobra.Command, id int64, asJSON bool) error {
 		var d jobs.RunDetails
 		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d", id), nil, &d); err != nil {
 			return err

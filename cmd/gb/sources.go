@@ -39,15 +39,7 @@ func researchSourcesCmd() *cobra.Command {
 		Args: args(1, 1, "one run ID"),
 	}
 	o := addOutput(cmd)
-	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
-		asJSON, err := o.isJSON()
-		if err != nil {
-			return err
-		}
-		id, err := runID(a[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = withRun(o, func(ctx context.Context, c *apiClient, cmd *cobra.Command, id int64, asJSON bool) error {
 		var p sourcesPage
 		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/sources?tree=%t", id, tree), nil, &p); err != nil {
 			return err

@@ -27,15 +27,7 @@ func researchTreeCmd() *cobra.Command {
 		Args: args(1, 1, "one run ID"),
 	}
 	o := addOutput(cmd)
-	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
-		asJSON, err := o.isJSON()
-		if err != nil {
-			return err
-		}
-		id, err := runID(a[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = withRun(o, func(ctx context.Context, c *apiClient, cmd *cobra.Command, id int64, asJSON bool) error {
 		out := cmd.OutOrStdout()
 		if asJSON {
 			if follow {
@@ -140,15 +132,7 @@ func researchMessagesCmd() *cobra.Command {
 		Args: args(1, 1, "one run ID"),
 	}
 	o := addOutput(cmd)
-	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
-		asJSON, err := o.isJSON()
-		if err != nil {
-			return err
-		}
-		id, err := runID(a[0])
-		if err != nil {
-			return err
-		}
+	cmd.RunE = withRun(o, func(ctx context.Context, c *apiClient, cmd *cobra.Command, id int64, asJSON bool) error {
 		return showMessages(ctx, c, id, asJSON, cmd.OutOrStdout())
 	})
 	return cmd
