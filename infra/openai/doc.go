@@ -11,5 +11,5 @@
 // The API key is sent only in the Authorization header; it is never logged
 // nor put in an error.
 //
-// It may import jobs/llm only.
+// It may import jobs/llm and infra/httpwait only.
 package openai

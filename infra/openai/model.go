@@ -12,6 +12,7 @@ import (
 
 	oai "github.com/sashabaranov/go-openai"
 
+	"github.com/gbresearch/gb/infra/httpwait"
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
@@ -101,7 +102,7 @@ func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 		m.log.InfoContext(ctx, "openai: retrying model call",
 			slog.String("model", m.name), slog.Int("attempt", attempt+1),
 			slog.Duration("wait", wait), slog.String("error", err.Error()))
-		if !sleep(ctx, wait) {
+		if !httpwait.Sleep(ctx, wait) {
 			return llm.Response{}, fmt.Errorf("openai %s: no time left to retry after %d attempts: %w",
 				m.name, attempt+1, errors.Join(cmpErr(ctx.Err(), context.DeadlineExceeded), err))
 		}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gbresearch/gb/infra/httpwait"
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
@@ -695,7 +696,7 @@ func TestRetryAfter(t *testing.T) {
 		for k, v := range tc.header {
 			h.Set(k, v)
 		}
-		got, ok := retryAfter(h, now)
+		got, ok := httpwait.RetryAfter(h, now)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("%v: got %v, %v; want %v, %v", tc.header, got, ok, tc.want, tc.ok)
 		}

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,10 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/gbresearch/gb/infra/httpwait"
 	oai "github.com/sashabaranov/go-openai"
 )
 
@@ -112,51 +110,7 @@ func (d hintingDoer) Do(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if hint, ok := req.Context().Value(retryHintKey{}).(*retryHint); ok {
-		hint.after, hint.ok = retryAfter(resp.Header, time.Now())
+		hint.after, hint.ok = httpwait.RetryAfter(resp.Header, time.Now())
 	}
 	return resp, err
-}
-
-// retryAfter reads how long the server asked to wait: retry-after-ms
-// (milliseconds, sent by OpenAI) or Retry-After (seconds or an HTTP date).
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e9 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 || s > 1e6 {
-			return 0, false
-		}
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
-}
-
-// sleep waits for d or until ctx is done, whichever comes first, and
-// reports whether the full wait elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-		// No point waiting for a retry the deadline will not allow.
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -14,5 +14,5 @@
 // Keys are sent only in the header (or body field) the provider asks for;
 // they are never logged nor put in an error.
 //
-// It may import jobs, jobs/llm and jobs/prompts only.
+// It may import jobs, jobs/llm, jobs/prompts and infra/httpwait only.
 package search

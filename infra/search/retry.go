@@ -8,9 +8,10 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gbresearch/gb/infra/httpwait"
 )
 
 // Retry policy defaults, used for the zero fields of Options.
@@ -87,7 +88,7 @@ func (r *retrier) do(ctx context.Context, build func(context.Context) (*http.Req
 		}
 		r.log.InfoContext(ctx, "search: retrying provider request", slog.String("provider", r.provider),
 			slog.Int("attempt", attempt+1), slog.Duration("wait", wait), slog.String("error", err.Error()))
-		if !sleep(ctx, wait) {
+		if !httpwait.Sleep(ctx, wait) {
 			return nil, fmt.Errorf("%s: no time left to retry after %d attempts: %w", r.provider, attempt+1, err)
 		}
 	}
@@ -130,7 +131,7 @@ func (r *retrier) once(req *http.Request) ([]byte, time.Duration, error) {
 	if resp.StatusCode/100 == 2 {
 		return body, -1, nil
 	}
-	after, ok := retryAfter(resp.Header, time.Now())
+	after, ok := httpwait.RetryAfter(resp.Header, time.Now())
 	if !ok {
 		after = -1
 	}
@@ -171,42 +172,4 @@ func backoff(attempt int, base, most time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + rand.N(d-d/2)
-}
-
-// retryAfter reads Retry-After (seconds or an HTTP date) or retry-after-ms.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e9 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 || s > 1e6 {
-			return 0, false
-		}
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
-}
-
-// sleep waits d or until ctx is done; it reports whether the wait elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
