@@ -74,6 +74,9 @@ type Config struct {
 	// MaintainInterval is how often a working process runs the
 	// maintenance pass (MaintainIntervalDefault).
 	MaintainInterval time.Duration
+	// Queue is the River queue of the agent's jobs (river.QueueDefault);
+	// a benchmark sharing a database with live workers uses its own.
+	Queue string
 }
 
 func (c Config) withDefaults() Config {
@@ -86,6 +89,7 @@ func (c Config) withDefaults() Config {
 	c.MaintainInterval = cmp.Or(c.MaintainInterval, MaintainIntervalDefault)
 	c.FetchCacheAge = cmp.Or(c.FetchCacheAge, FetchCacheAgeDefault)
 	c.MaxReportChars = cmp.Or(c.MaxReportChars, MaxReportCharsDefault)
+	c.Queue = cmp.Or(c.Queue, river.QueueDefault)
 	return c
 }
 
@@ -213,7 +217,7 @@ func New(d Deps) (*Agent, error) {
 		Logger:               a.logger.With("component", "river"),
 	}
 	if d.Work {
-		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.MaxWorkers}}
+		rc.Queues = map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers}}
 	}
 	client, err := river.NewClient(riverpgxv5.New(d.Pool), rc)
 	if err != nil {
@@ -413,7 +417,7 @@ func (StepArgs) InsertOpts() river.InsertOpts {
 
 // enqueueStep inserts the job of a run's next step in tx.
 func (a *Agent) enqueueStep(ctx context.Context, tx pgx.Tx, runID int64, step int) error {
-	if _, err := a.river.InsertTx(ctx, tx, StepArgs{RunID: runID, Step: step}, nil); err != nil {
+	if _, err := a.river.InsertTx(ctx, tx, StepArgs{RunID: runID, Step: step}, &river.InsertOpts{Queue: a.config.Queue}); err != nil {
 		return fmt.Errorf("error inserting step job: %w", err)
 	}
 	return nil

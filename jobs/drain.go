@@ -312,7 +312,7 @@ func (a *Agent) queueCounts(ctx context.Context, clientID string, lookahead time
 			count(*) FILTER (WHERE state = 'available' AND scheduled_at <= now() + $2 * interval '1 millisecond'),
 			count(*) FILTER (WHERE state = 'running' AND $1 <> '' AND attempted_by[cardinality(attempted_by)] = $1)
 		FROM river_job WHERE queue = $3 AND state IN ('available', 'running')`,
-		clientID, lookahead.Milliseconds(), river.QueueDefault).Scan(&ready, &mine)
+		clientID, lookahead.Milliseconds(), a.config.Queue).Scan(&ready, &mine)
 	if err != nil {
 		return 0, 0, fmt.Errorf("error counting queued jobs: %w", err)
 	}

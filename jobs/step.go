@@ -70,12 +70,11 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) 
 		prelude, inputIDs = append(prelude, inputs...), ids
 	}
 	if run.WaitCallID != "" {
-		result, err := a.waitResult(ctx, a.pool, run, run.WaitNames)
+		msg, ids, err := a.resumeResult(ctx, a.pool, run)
 		if err != nil {
 			return err
 		}
-		prelude = append(prelude, llm.Message{Role: llm.RoleTool, ToolCallID: run.WaitCallID,
-			Name: toolWaitSubagents, Content: result})
+		prelude, inputIDs = append(prelude, msg), append(inputIDs, ids...)
 	}
 
 	last := step >= run.MaxSteps

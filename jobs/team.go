@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/gbresearch/gb/jobs/llm"
 )
 
 // Limits of a research tree, checked in the transaction that would break them.
@@ -201,6 +203,17 @@ func formatReports(runs []*Run, max int) string {
 		b.WriteString("\n\n")
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// resumeResult is the tool result that answers the call a parked run waited
+// on, computed when it resumes, and the ids of the messages it delivers,
+// which the step's commit marks read.
+func (a *Agent) resumeResult(ctx context.Context, db DB, run *Run) (llm.Message, []int64, error) {
+	result, err := a.waitResult(ctx, db, run, run.WaitNames)
+	if err != nil {
+		return llm.Message{}, nil, err
+	}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: run.WaitCallID, Name: toolWaitSubagents, Content: result}, nil, nil
 }
 
 // waitResult is the result of a parked wait, computed when the run resumes.

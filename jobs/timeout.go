@@ -33,7 +33,7 @@ func (TimeoutArgs) Kind() string { return TimeoutKind }
 
 // enqueueTimeout schedules the timeout job of a run at its deadline.
 func (a *Agent) enqueueTimeout(ctx context.Context, tx pgx.Tx, runID int64, at time.Time) error {
-	if _, err := a.river.InsertTx(ctx, tx, TimeoutArgs{RunID: runID}, &river.InsertOpts{ScheduledAt: at}); err != nil {
+	if _, err := a.river.InsertTx(ctx, tx, TimeoutArgs{RunID: runID}, &river.InsertOpts{ScheduledAt: at, Queue: a.config.Queue}); err != nil {
 		return fmt.Errorf("error scheduling the timeout of run %d: %w", runID, err)
 	}
 	return nil
