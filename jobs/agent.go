@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,7 +26,10 @@ const (
 	StepMaxAttempts      = 5
 	FetchCooldownDefault = time.Millisecond
 	FetchPollDefault     = 100 * time.Millisecond
-	MaxWorkersDefault    = 50
+	MaxWorkersDefault    = 1000
+	// SliceDefault is how long a job makes consecutive steps of its run
+	// before it hands the run over to a new step job.
+	SliceDefault = 30 * time.Second
 	// RescueMarginDefault is how long after StepTimeout a job still marked
 	// running is taken for the job of a dead worker and run again.
 	RescueMarginDefault = 10 * time.Second
@@ -41,8 +45,13 @@ const (
 
 // Config tunes the agent and its River client.
 type Config struct {
-	// StepTimeout bounds one step job (model call, tools and commit).
+	// StepTimeout bounds one step (model call, tools and commit).
 	StepTimeout time.Duration
+	// Slice is how long one step job makes consecutive steps of its run,
+	// each its own transaction, before it hands the run over to a new step
+	// job (SliceDefault); a step job lasts at most Slice plus StepTimeout.
+	// A negative Slice makes every step a job of its own.
+	Slice time.Duration
 	// FetchCooldown is the least time between two job fetches; River's 100 ms
 	// default would add that much to every step's pickup.
 	FetchCooldown time.Duration
@@ -51,7 +60,8 @@ type Config struct {
 	// MaxWorkers is how many step jobs one process runs at once.
 	MaxWorkers int
 	// RescueStuckJobsAfter is when a job left running by a dead worker is
-	// made available again; it must exceed StepTimeout.
+	// made available again; it must exceed a step job's longest life
+	// (StepTimeout plus Slice).
 	RescueStuckJobsAfter time.Duration
 	// MaxCostUSD and MaxTokens are the tree budgets given to a research that
 	// does not ask for its own; 0 means no budget.
@@ -84,7 +94,8 @@ func (c Config) withDefaults() Config {
 	c.FetchCooldown = cmp.Or(c.FetchCooldown, FetchCooldownDefault)
 	c.FetchPollInterval = cmp.Or(c.FetchPollInterval, FetchPollDefault)
 	c.MaxWorkers = cmp.Or(c.MaxWorkers, MaxWorkersDefault)
-	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, c.StepTimeout+RescueMarginDefault)
+	c.Slice = cmp.Or(c.Slice, SliceDefault)
+	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, c.jobTimeout()+RescueMarginDefault)
 	c.MaxCompletionTokens = cmp.Or(c.MaxCompletionTokens, MaxCompletionTokensDefault)
 	c.MaintainInterval = cmp.Or(c.MaintainInterval, MaintainIntervalDefault)
 	c.FetchCacheAge = cmp.Or(c.FetchCacheAge, FetchCacheAgeDefault)
@@ -93,9 +104,16 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// jobTimeout is the longest a step job may run: its slice of consecutive
+// steps, and the last step it starts.
+func (c Config) jobTimeout() time.Duration {
+	return c.StepTimeout + max(c.Slice, 0)
+}
+
 func (c Config) validate() error {
-	if c.RescueStuckJobsAfter <= c.StepTimeout {
-		return fmt.Errorf("RescueStuckJobsAfter (%s) must be greater than StepTimeout (%s)", c.RescueStuckJobsAfter, c.StepTimeout)
+	if c.RescueStuckJobsAfter <= c.jobTimeout() {
+		return fmt.Errorf("RescueStuckJobsAfter (%s) must be greater than StepTimeout plus Slice (%s)",
+			c.RescueStuckJobsAfter, c.jobTimeout())
 	}
 	if c.MaxSubagents != nil && (*c.MaxSubagents < 0 || *c.MaxSubagents > MaxSubagentsPerTree) {
 		return fmt.Errorf("MaxSubagents must be 0 to %d", MaxSubagentsPerTree)
@@ -125,6 +143,10 @@ type Agent struct {
 	models    []llm.Model // the models a sub-agent may be given, the default first
 	river     *river.Client[pgx.Tx]
 
+	// stopping is set once Stop is called: running jobs hand their runs
+	// over after the step they are making.
+	stopping atomic.Bool
+
 	mu       sync.Mutex
 	working  *working             // set between begin and end (lifecycle.go)
 	suspects map[string]time.Time // workers seen without their liveness lock, since when
@@ -145,7 +167,7 @@ const (
 // Observer is told about the life of steps. Its methods must be quick and
 // safe for concurrent use.
 type Observer interface {
-	// StepStarted is called when a step job starts working on a run.
+	// StepStarted is called when a step of a run starts (at is when its job began loading it, for the first step of a job).
 	StepStarted(runID int64, step int, at time.Time)
 	// StepCommitted is called after a step's transaction commits.
 	StepCommitted(runID int64, step int, at time.Time)
@@ -210,7 +232,7 @@ func New(d Deps) (*Agent, error) {
 	}
 	rc := &river.Config{
 		Workers:              workers,
-		JobTimeout:           cfg.StepTimeout,
+		JobTimeout:           cfg.jobTimeout(),
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		FetchCooldown:        cfg.FetchCooldown,
 		FetchPollInterval:    cfg.FetchPollInterval,
@@ -293,6 +315,8 @@ func (a *Agent) Start(ctx context.Context) error {
 // Stop stops fetching jobs and waits for running ones; when ctx ends first,
 // running jobs are cancelled and go back to the queue.
 func (a *Agent) Stop(ctx context.Context) error {
+	a.stopping.Store(true)
+	defer a.stopping.Store(false)
 	err := a.river.Stop(ctx)
 	if err != nil && ctx.Err() != nil {
 		err = a.river.StopAndCancel(context.WithoutCancel(ctx))
@@ -310,7 +334,8 @@ type stepWorker struct {
 	agent *Agent
 }
 
-func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return w.agent.config.StepTimeout }
+// Timeout is the longest a step job runs: its slice and its last step.
+func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return w.agent.config.jobTimeout() }
 
 // Work runs one step. Whatever happens, the run is left ended, parked, or
 // with a next job: a step that panics is an error like any other, a step
@@ -383,7 +408,7 @@ func (a *Agent) safeStep(ctx context.Context, job *river.Job[StepArgs]) (err err
 			err = fmt.Errorf("step panicked: %v", p)
 		}
 	}()
-	return a.step(ctx, job)
+	return a.work(ctx, job)
 }
 
 // interrupted reports whether a job's context ended because its worker is
@@ -415,10 +440,15 @@ func (StepArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: StepMaxAttempts}
 }
 
-// enqueueStep inserts the job of a run's next step in tx.
+// enqueueStep inserts the job of a run's next step in tx, ordered by its
+// tree's start (backdateJobSQL) so that trees under way finish first.
 func (a *Agent) enqueueStep(ctx context.Context, tx pgx.Tx, runID int64, step int) error {
-	if _, err := a.river.InsertTx(ctx, tx, StepArgs{RunID: runID, Step: step}, &river.InsertOpts{Queue: a.config.Queue}); err != nil {
+	res, err := a.river.InsertTx(ctx, tx, StepArgs{RunID: runID, Step: step}, &river.InsertOpts{Queue: a.config.Queue})
+	if err != nil {
 		return fmt.Errorf("error inserting step job: %w", err)
+	}
+	if _, err := tx.Exec(ctx, backdateJobSQL, res.Job.ID, runID); err != nil {
+		return fmt.Errorf("error ordering step job %d: %w", res.Job.ID, err)
 	}
 	return nil
 }

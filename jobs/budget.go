@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -81,6 +80,29 @@ const (
 	mustWait                 // calls in flight hold what it needs; try again soon
 )
 
+// callKey names one model call in the ledger: the job that made it, the
+// job's attempt, and the step it was made for (a job may make several
+// consecutive steps of its run).
+type callKey struct {
+	job     int64
+	attempt int
+	step    int
+}
+
+// keyOf is the ledger key of a job's call for a step.
+func keyOf(job *river.Job[StepArgs], step int) callKey {
+	return callKey{job: job.ID, attempt: job.Attempt, step: step}
+}
+
+// limits are the budget a tree's root was given (nil: none).
+type limits struct {
+	maxTokens *int64
+	maxCost   *float64
+}
+
+// none reports whether the tree has no budget.
+func (l limits) none() bool { return l.maxTokens == nil && l.maxCost == nil }
+
 // reservation is the budget a step holds for its model call.
 type reservation struct {
 	held bool // a row was written and must be settled or released
@@ -91,19 +113,10 @@ type reservation struct {
 // to what is left and records the reservation. closing is the root's last
 // report, which may use the share of the budget kept for it. reason says
 // why a call was not admitted.
-func (a *Agent) reserve(ctx context.Context, job *river.Job[StepArgs], run *Run, req *llm.Request,
+func (a *Agent) reserve(ctx context.Context, key callKey, run *Run, lim limits, req *llm.Request,
 	closing bool) (res reservation, v verdict, reason string, err error) {
 	req.MaxCompletionTokens = a.config.MaxCompletionTokens
-	var maxTokens *int64
-	var maxCost *float64
-	if err := a.pool.QueryRow(ctx, `SELECT max_tokens, max_cost_usd::float8 FROM gb_agent_research_runs WHERE id = $1`,
-		run.RootID).Scan(&maxTokens, &maxCost); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return res, exhausted, "the research was deleted", nil
-		}
-		return res, 0, "", fmt.Errorf("error reading budget of tree %d: %w", run.RootID, err)
-	}
-	if maxTokens == nil && maxCost == nil {
+	if lim.none() {
 		return res, admitted, "", nil
 	}
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
@@ -120,11 +133,11 @@ func (a *Agent) reserve(ctx context.Context, job *river.Job[StepArgs], run *Run,
 		_, err = tx.Exec(ctx, `WITH gone AS (
 				UPDATE gb_model_calls SET status = 'released'
 				WHERE job_id = $1 AND attempt < $2 AND status = 'reserved')
-			INSERT INTO gb_model_calls (job_id, attempt, run_id, root_id, status, reserved_tokens, reserved_cost_usd)
-			VALUES ($1, $2, $3, $4, 'reserved', $5, $6)
-			ON CONFLICT (job_id, attempt) DO UPDATE SET status = 'reserved',
+			INSERT INTO gb_model_calls (job_id, attempt, step, run_id, root_id, status, reserved_tokens, reserved_cost_usd)
+			VALUES ($1, $2, $7, $3, $4, 'reserved', $5, $6)
+			ON CONFLICT (job_id, attempt, step) DO UPDATE SET status = 'reserved',
 				reserved_tokens = excluded.reserved_tokens, reserved_cost_usd = excluded.reserved_cost_usd`,
-			job.ID, job.Attempt, run.ID, run.RootID, est.PromptTokens+est.CompletionTokens, est.CostUSD)
+			key.job, key.attempt, run.ID, run.RootID, est.PromptTokens+est.CompletionTokens, est.CostUSD, key.step)
 		if err != nil {
 			return fmt.Errorf("error reserving budget: %w", err)
 		}
@@ -202,24 +215,24 @@ func (a *Agent) admit(run *Run, b budget, req *llm.Request, closing bool) (verdi
 }
 
 // release gives back a reservation whose call failed and cost nothing.
-func (a *Agent) release(ctx context.Context, job *river.Job[StepArgs], res reservation) {
+func (a *Agent) release(ctx context.Context, key callKey, res reservation) {
 	if !res.held {
 		return
 	}
 	_, err := a.pool.Exec(context.WithoutCancel(ctx), `UPDATE gb_model_calls SET status = 'released'
-		WHERE job_id = $1 AND attempt = $2 AND status = 'reserved'`, job.ID, job.Attempt)
+		WHERE job_id = $1 AND attempt = $2 AND step = $3 AND status = 'reserved'`, key.job, key.attempt, key.step)
 	if err != nil {
 		// In-flight reservations count only while their job's attempt runs.
-		a.logger.WarnContext(ctx, "could not release a budget reservation", "job_id", job.ID, "err", err)
+		a.logger.WarnContext(ctx, "could not release a budget reservation", "job_id", key.job, "err", err)
 	}
 }
 
 // settleSQL records a call's usage on its run once: it settles the call's
 // row (or makes it) and adds the usage to the run only when it did.
 const settleSQL = `WITH c AS (
-		INSERT INTO gb_model_calls (job_id, attempt, run_id, root_id, status, prompt_tokens, completion_tokens, cost_usd, committed)
-		VALUES ($1, $2, $3, $4, 'settled', $5, $6, $7, $8)
-		ON CONFLICT (job_id, attempt) DO UPDATE SET status = 'settled', prompt_tokens = excluded.prompt_tokens,
+		INSERT INTO gb_model_calls (job_id, attempt, step, run_id, root_id, status, prompt_tokens, completion_tokens, cost_usd, committed)
+		VALUES ($1, $2, $9, $3, $4, 'settled', $5, $6, $7, $8)
+		ON CONFLICT (job_id, attempt, step) DO UPDATE SET status = 'settled', prompt_tokens = excluded.prompt_tokens,
 			completion_tokens = excluded.completion_tokens, cost_usd = excluded.cost_usd, committed = excluded.committed
 		WHERE gb_model_calls.status <> 'settled'
 		RETURNING run_id)
@@ -231,26 +244,30 @@ const settleSQL = `WITH c AS (
 // settle adds a call's usage to its run, once per job attempt. committed
 // says whether the step that paid for it is recorded in the same
 // transaction.
-func settle(ctx context.Context, db DB, job *river.Job[StepArgs], run *Run, u llm.Usage, committed bool) error {
-	_, err := db.Exec(ctx, settleSQL, job.ID, job.Attempt, run.ID, run.RootID,
-		u.PromptTokens, u.CompletionTokens, u.CostUSD, committed)
+func settle(ctx context.Context, db DB, key callKey, run *Run, u llm.Usage, committed bool) error {
+	_, err := db.Exec(ctx, settleSQL, settleArgs(key, run, u, committed)...)
 	if err != nil {
 		return fmt.Errorf("error recording usage of run %d: %w", run.ID, err)
 	}
 	return nil
 }
 
+// settleArgs are the arguments of settleSQL.
+func settleArgs(key callKey, run *Run, u llm.Usage, committed bool) []any {
+	return []any{key.job, key.attempt, run.ID, run.RootID, u.PromptTokens, u.CompletionTokens, u.CostUSD, committed, key.step}
+}
+
 // settleLost records the usage of a paid call whose step did not commit,
 // on a context of its own: the step will be retried and pay again, and
 // both calls count.
-func (a *Agent) settleLost(ctx context.Context, job *river.Job[StepArgs], run *Run, u llm.Usage) {
+func (a *Agent) settleLost(ctx context.Context, key callKey, run *Run, u llm.Usage) {
 	if u.PromptTokens == 0 && u.CompletionTokens == 0 && u.CostUSD == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := settle(ctx, a.pool, job, run, u, false); err != nil {
+	if err := settle(ctx, a.pool, key, run, u, false); err != nil {
 		a.logger.ErrorContext(ctx, "could not record the usage of a step that did not commit",
-			"run_id", run.ID, "job_id", job.ID, "attempt", job.Attempt, "err", err)
+			"run_id", run.ID, "job_id", key.job, "attempt", key.attempt, "step", key.step, "err", err)
 	}
 }

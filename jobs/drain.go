@@ -142,6 +142,9 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 		return DrainResult{}, err
 	}
 	defer a.end()
+	a.mu.Lock()
+	a.working.handoverAt = p.StopFetchingAt // no step starts after it in a running job
+	a.mu.Unlock()
 	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
 		return DrainResult{}, fmt.Errorf("error starting river client: %w", err)
 	}

@@ -12,9 +12,13 @@ import (
 
 // working is what begin started and end stops.
 type working struct {
-	live   *liveness
-	cancel context.CancelFunc
-	done   chan struct{}
+	// handoverAt, when set, is when running step jobs stop making further
+	// steps of their runs and hand them over to new jobs (a drain's
+	// StopFetchingAt).
+	handoverAt time.Time
+	live       *liveness
+	cancel     context.CancelFunc
+	done       chan struct{}
 }
 
 // begin takes the liveness lock and starts the maintenance loop; it must

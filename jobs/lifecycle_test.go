@@ -192,7 +192,7 @@ func TestFailingEndOnTheLastAttemptIsRepaired(t *testing.T) {
 		FOR EACH ROW WHEN (NEW.status = 'failed') EXECUTE FUNCTION refuse_end()`); err != nil {
 		t.Fatal(err)
 	}
-	cfg := jobs.Config{StepTimeout: time.Second, RescueStuckJobsAfter: 1500 * time.Millisecond, MaintainInterval: time.Hour}
+	cfg := jobs.Config{StepTimeout: time.Second, Slice: -1, RescueStuckJobsAfter: 1500 * time.Millisecond, MaintainInterval: time.Hour}
 	w := startWorker(t, b.pool, &scriptModel{fn: func(context.Context, llm.Request) (llm.Message, error) {
 		return llm.Message{}, errors.Join(errors.New("rejected"), llm.ErrPermanent)
 	}}, cfg, nil)
@@ -225,7 +225,7 @@ func TestFailingEndOnTheLastAttemptIsRepaired(t *testing.T) {
 
 func TestRunWithNoJobGetsANewOne(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{noWork: true, config: jobs.Config{StepTimeout: time.Second, RescueStuckJobsAfter: 1100 * time.Millisecond}})
+	b := setup(t, setupOpts{noWork: true, config: jobs.Config{StepTimeout: time.Second, Slice: -1, RescueStuckJobsAfter: 1100 * time.Millisecond}})
 	ctx := context.Background()
 	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "How does sync.WaitGroup work?"})
 	if err != nil {

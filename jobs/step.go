@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,25 +23,141 @@ const lastStepNote = "This is your last step and you have no tools left: write y
 // budgetNote is what a root is told when its tree's budget ran out.
 const budgetNote = "The budget of this research is exhausted and you have no tools left: write your report now from what you have, with its sources."
 
-// step makes one step of a run: one model call, the tools it asked for, and
-// one transaction that records it all and hands over to what comes next.
-func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) {
-	step := job.Args.Step
-	if a.observer != nil {
-		a.observer.StepStarted(job.Args.RunID, step, time.Now())
+// turn is what a step job knows of its run between the consecutive steps
+// it makes: the job loads the run once, each step commits on its own, and
+// the next step starts from what that commit left.
+type turn struct {
+	job     *river.Job[StepArgs]
+	began   time.Time     // when the job started
+	run     *Run          // as the load or the last commit left it
+	history []llm.Message // the run's committed conversation
+	limits  limits        // the tree's budget
+	// inputs are the parent's unread inputs for the next step, and
+	// inputIDs their message ids.
+	inputs   []llm.Message
+	inputIDs []int64
+}
+
+// work makes the steps of the job's run, each in its own transaction, until
+// the run parks or ends, or the job hands its run over to a new job (see
+// continues).
+func (a *Agent) work(ctx context.Context, job *river.Job[StepArgs]) error {
+	t := &turn{job: job, began: time.Now()}
+	for {
+		more, err := a.step(ctx, t)
+		if err != nil || !more {
+			return err
+		}
 	}
-	run, err := GetRun(ctx, a.pool, job.Args.RunID)
-	if errors.Is(err, ErrNotFound) {
-		return nil // deleted while queued
-	}
-	if err != nil {
+}
+
+// load reads, in one round trip, the run the job works on (marking it
+// thinking when the job will make a step), its tree's budget, its
+// conversation and its parent's unread inputs. It returns false when there
+// is nothing to do: the run was deleted, ended, is parked, or has not
+// reached the step the job was made for. A retried job goes on from the
+// run's last committed step.
+func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
+	id := t.job.Args.RunID
+	b := &pgx.Batch{}
+	b.Queue(markThinkingSQL, id, t.job.Args.Step)
+	var run *Run
+	var runErr error
+	b.Queue("SELECT "+runColumns+" FROM gb_agent_research_runs WHERE id = $1", id).QueryRow(func(row pgx.Row) error {
+		run, runErr = scanRun(row)
+		return nil
+	})
+	b.Queue(rootLimitsSQL, id).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&t.limits.maxTokens, &t.limits.maxCost)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
 		return err
+	})
+	t.history = nil
+	b.Queue(conversationSQL, id).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var msgs []llm.Message
+			if err := rows.Scan(&msgs); err != nil {
+				return err
+			}
+			t.history = append(t.history, msgs...)
+		}
+		return rows.Err()
+	})
+	if a.messenger != nil {
+		b.Queue(parentInputsSQL, id).Query(t.scanInputs)
 	}
-	if run.Ended() || run.Status == StatusWaiting || run.Steps != step-1 {
-		a.logger.InfoContext(ctx, "skipping stale step job", "run_id", run.ID, "step", step,
+	if err := a.pool.SendBatch(ctx, b).Close(); err != nil {
+		return false, fmt.Errorf("error loading run %d: %w", id, err)
+	}
+	if errors.Is(runErr, ErrNotFound) {
+		return false, nil // deleted while queued
+	}
+	if runErr != nil {
+		return false, runErr
+	}
+	if run.Ended() || run.Status == StatusWaiting || run.Steps+1 < t.job.Args.Step {
+		a.logger.InfoContext(ctx, "skipping stale step job", "run_id", run.ID, "step", t.job.Args.Step,
 			"status", run.Status, "steps", run.Steps)
+		return false, nil
+	}
+	t.run = run
+	return true, nil
+}
+
+// loadInputs reads the parent's unread inputs of a sub-agent before a step
+// that follows another in the same job.
+func (a *Agent) loadInputs(ctx context.Context, t *turn) error {
+	t.inputs, t.inputIDs = nil, nil
+	if a.messenger == nil || t.run.ParentID == nil {
 		return nil
 	}
+	rows, err := a.pool.Query(ctx, parentInputsSQL, t.run.ID)
+	if err != nil {
+		return fmt.Errorf("error reading the inputs of run %d: %w", t.run.ID, err)
+	}
+	defer rows.Close()
+	if err := t.scanInputs(rows); err != nil {
+		return fmt.Errorf("error reading the inputs of run %d: %w", t.run.ID, err)
+	}
+	return nil
+}
+
+// scanInputs reads the rows of parentInputsSQL into the turn.
+func (t *turn) scanInputs(rows pgx.Rows) error {
+	t.inputs, t.inputIDs = nil, nil
+	for rows.Next() {
+		var id int64
+		var text string
+		if err := rows.Scan(&id, &text); err != nil {
+			return err
+		}
+		t.inputIDs = append(t.inputIDs, id)
+		t.inputs = append(t.inputs, llm.Message{Role: llm.RoleUser, Content: "Message from your parent: " + text})
+	}
+	return rows.Err()
+}
+
+// step makes one step of a run: one model call, the tools it asked for, and
+// one transaction that records it all and says what comes next. It returns
+// true when the same job goes on with the run's next step.
+func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
+	started := time.Now()
+	if t.run == nil {
+		if ok, err := a.load(jobCtx, t); err != nil || !ok {
+			return false, err
+		}
+	} else if err := a.loadInputs(jobCtx, t); err != nil {
+		return false, err
+	}
+	run, job := t.run, t.job
+	step := run.Steps + 1
+	if a.observer != nil {
+		a.observer.StepStarted(run.ID, step, started)
+	}
+	ctx, cancel := context.WithTimeout(jobCtx, a.config.StepTimeout)
+	defer cancel()
 	if run.Deadline != nil {
 		// Past its wall-clock cap the run ends timed_out (stepWorker.Work).
 		outer := ctx
@@ -53,52 +170,43 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) 
 		}()
 		ctx = wctx
 	}
-	history, err := conversation(ctx, a.pool, run.ID)
-	if err != nil {
-		return err
-	}
 	var prelude []llm.Message
 	if step == 1 {
 		prelude = append(prelude, llm.Message{Role: llm.RoleUser, Content: run.Topic})
 	}
-	var inputIDs []int64
-	if a.messenger != nil {
-		inputs, ids, err := parentInputs(ctx, a.pool, run)
-		if err != nil {
-			return err
-		}
-		prelude, inputIDs = append(prelude, inputs...), ids
-	}
+	prelude = append(prelude, t.inputs...)
+	inputIDs := slices.Clone(t.inputIDs)
 	if run.WaitCallID != "" {
 		msg, ids, err := a.resumeResult(ctx, a.pool, run)
 		if err != nil {
-			return err
+			return false, err
 		}
 		prelude, inputIDs = append(prelude, msg), append(inputIDs, ids...)
 	}
-
+	key := keyOf(job, step)
 	last := step >= run.MaxSteps
-	req, err := a.request(run, append(history, prelude...), last, false)
+	conv := append(slices.Clip(t.history), prelude...)
+	req, err := a.request(run, conv, last, false)
 	if err != nil {
-		return err
+		return false, err
 	}
-	res, v, why, err := a.reserve(ctx, job, run, &req, false)
+	res, v, why, err := a.reserve(ctx, key, run, t.limits, &req, false)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if v == exhausted && run.IsRoot() {
 		// The root writes its report, from the share of the budget kept
 		// for it, with no tools left.
 		last = true
 		if err := a.recordBudgetStop(ctx, run, why); err != nil {
-			return err
+			return false, err
 		}
-		if req, err = a.request(run, append(history, prelude...), true, true); err != nil {
-			return err
+		if req, err = a.request(run, conv, true, true); err != nil {
+			return false, err
 		}
-		res, v, why, err = a.reserve(ctx, job, run, &req, true)
+		res, v, why, err = a.reserve(ctx, key, run, t.limits, &req, true)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if v == exhausted {
 			// Not even the report fits: the run fails, and keeps what its
@@ -106,31 +214,27 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) 
 			why += "; no budget was left for the report"
 			found, err := a.findings(ctx, run)
 			if err != nil {
-				return err
+				return false, err
 			}
-			return a.endAfter(ctx, job, run, StatusFailed, found, why)
+			return false, a.endAfter(ctx, job, run, StatusFailed, found, why)
 		}
 	}
 	switch v {
 	case mustWait:
-		return river.JobSnooze(budgetWait) // calls in flight hold the rest of the budget
+		return false, river.JobSnooze(budgetWait) // calls in flight hold the rest of the budget
 	case exhausted:
-		return a.endAfter(ctx, job, run, StatusFailed, "", why)
-	}
-	if err := setState(ctx, a.pool, run.ID, StateThinking, step); err != nil {
-		a.release(ctx, job, res)
-		return err
+		return false, a.endAfter(ctx, job, run, StatusFailed, "", why)
 	}
 	resp, err := a.modelFor(run).Complete(ctx, req)
 	if err != nil {
-		a.release(ctx, job, res)
+		a.release(ctx, key, res)
 		if interrupted(ctx) {
-			return err
+			return false, err
 		}
 		if errors.Is(err, llm.ErrPermanent) || job.Attempt >= job.MaxAttempts {
-			return a.endAfter(ctx, job, run, StatusFailed, "", "model error: "+err.Error())
+			return false, a.endAfter(ctx, job, run, StatusFailed, "", "model error: "+err.Error())
 		}
-		return fmt.Errorf("model call of run %d step %d: %w", run.ID, step, err)
+		return false, fmt.Errorf("model call of run %d step %d: %w", run.ID, step, err)
 	}
 	a.injectFault(FaultAfterModel)
 	reply := resp.Message
@@ -139,24 +243,25 @@ func (a *Agent) step(ctx context.Context, job *river.Job[StepArgs]) (err error) 
 		reply.ToolCalls = nil
 	}
 	if err := a.waitForMessages(ctx, run, reply.ToolCalls); err != nil {
-		a.settleLost(ctx, job, run, resp.Usage)
-		return err
+		a.settleLost(ctx, key, run, resp.Usage)
+		return false, err
 	}
 	reads, err := a.runReads(ctx, run, step, reply.ToolCalls)
 	if err != nil {
-		a.settleLost(ctx, job, run, resp.Usage)
-		return err
+		a.settleLost(ctx, key, run, resp.Usage)
+		return false, err
 	}
 	usage := addUsage(resp.Usage, readUsage(reads))
-	if err := a.commitStep(ctx, job, run, prelude, inputIDs, reply, reads, usage); err != nil {
-		a.settleLost(ctx, job, run, usage)
-		return err
+	c := &stepCommit{turn: t, step: step, prelude: prelude, inputIDs: inputIDs, reply: reply, reads: reads, usage: usage}
+	if more, err = a.commitStep(ctx, c); err != nil {
+		a.settleLost(ctx, key, run, usage)
+		return false, err
 	}
 	a.injectFault(FaultAfterCommit)
 	if a.observer != nil {
 		a.observer.StepCommitted(run.ID, step, time.Now())
 	}
-	return nil
+	return more, nil
 }
 
 // recordBudgetStop records on the tree that its budget stopped the root's
@@ -186,149 +291,6 @@ func (a *Agent) findings(ctx context.Context, run *Run) (string, error) {
 	}
 	return "The budget ran out before this agent could write its report. Its sub-agents reported:\n\n" +
 		formatReports(kids, a.config.MaxReportChars), nil
-}
-
-// commitStep runs the step's tools and records the step in one transaction,
-// then inserts the next step job, parks the run or ends it.
-func (a *Agent) commitStep(ctx context.Context, job *river.Job[StepArgs], seen *Run,
-	prelude []llm.Message, inputIDs []int64, reply llm.Message, reads []*readResult, usage llm.Usage) error {
-	step := job.Args.Step
-	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		run, err := a.lockTree(ctx, tx, seen)
-		if err != nil {
-			return err
-		}
-		if run == nil || run.Ended() || run.Status == StatusWaiting || run.Steps != step-1 {
-			// Cancelled, deleted or already done meanwhile; the model call
-			// was paid for all the same.
-			if run != nil {
-				if err := settle(ctx, tx, job, run, usage, false); err != nil {
-					return err
-				}
-			}
-			return completeJob(ctx, tx, job)
-		}
-		// The state of the tools, recorded in the step's own transaction.
-		if err := setState(ctx, tx, run.ID, toolsState(reply.ToolCalls), step); err != nil {
-			return err
-		}
-		env := &toolEnv{agent: a, tx: tx, run: run, step: step}
-		msgs := append(append([]llm.Message{}, prelude...), reply)
-		for i, call := range reply.ToolCalls {
-			result, err := a.toolResult(ctx, env, call, reads[i])
-			if err != nil {
-				return err
-			}
-			if env.park != nil && env.park.callID == call.ID {
-				continue // answered when the run resumes
-			}
-			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result})
-		}
-		a.injectFault(FaultAfterTools)
-		if err := recordStep(ctx, tx, run, step, msgs, usage); err != nil {
-			return err
-		}
-		if err := markInputsRead(ctx, tx, inputIDs); err != nil {
-			return err
-		}
-		if err := settle(ctx, tx, job, run, usage, true); err != nil {
-			return err
-		}
-		if err := addEvent(ctx, tx, run, EventStep, map[string]any{"step": step,
-			"tools": toolNames(reply.ToolCalls), "tokens": usage.PromptTokens + usage.CompletionTokens}); err != nil {
-			return err
-		}
-		switch {
-		case env.ended:
-			// a tool ended the run (it cancelled itself through its tree)
-		case len(reply.ToolCalls) == 0 && reply.Content != "":
-			if err := a.endRun(ctx, tx, run, StatusSucceeded, reply.Content, "", job.ID); err != nil {
-				return err
-			}
-		case len(reply.ToolCalls) == 0:
-			if err := a.endRun(ctx, tx, run, StatusFailed, "", "the agent ended without writing a report", job.ID); err != nil {
-				return err
-			}
-		case env.park != nil:
-			if err := a.park(ctx, tx, run, env.park); err != nil {
-				return err
-			}
-		default:
-			if err := a.enqueueStep(ctx, tx, run.ID, step+1); err != nil {
-				return err
-			}
-		}
-		if err := completeJob(ctx, tx, job); err != nil {
-			return err
-		}
-		a.injectFault(FaultBeforeCommit)
-		return nil
-	})
-}
-
-// toolResult is the result of one tool call of a step: what a read-only
-// tool produced before the transaction (recorded now, with its sources),
-// or what a tool that runs in the transaction answers.
-func (a *Agent) toolResult(ctx context.Context, env *toolEnv, call llm.ToolCall, r *readResult) (string, error) {
-	if r == nil {
-		return a.runTool(ctx, env, call)
-	}
-	if err := recordSources(ctx, env.tx, env.run, env.step, r.sources); err != nil {
-		return "", err
-	}
-	if err := addEvent(ctx, env.tx, env.run, EventTool, map[string]any{"step": env.step, "tool": call.Name,
-		"error": r.failed}); err != nil {
-		return "", err
-	}
-	return r.text, nil
-}
-
-// addUsage is the sum of two usages.
-func addUsage(a, b llm.Usage) llm.Usage {
-	return llm.Usage{PromptTokens: a.PromptTokens + b.PromptTokens,
-		CompletionTokens: a.CompletionTokens + b.CompletionTokens, CostUSD: a.CostUSD + b.CostUSD}
-}
-
-// lockTree locks the root of the run's tree, then the run itself, so that
-// every writer of a tree takes its locks in the same order (a root's id is
-// the smallest of its tree). It returns nil when the run is gone.
-func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error) {
-	runs, err := queryRuns(ctx, tx, "SELECT "+runColumns+` FROM gb_agent_research_runs
-		WHERE id = ANY($1) ORDER BY id FOR UPDATE`, []int64{run.RootID, run.ID})
-	if err != nil {
-		return nil, fmt.Errorf("error locking tree %d: %w", run.RootID, err)
-	}
-	for _, r := range runs {
-		if r.ID == run.ID {
-			return r, nil
-		}
-	}
-	return nil, nil
-}
-
-// recordStep appends the step's messages and marks the run working at that
-// step; the call's usage is added by settle.
-func recordStep(ctx context.Context, tx pgx.Tx, run *Run, step int, msgs []llm.Message, u llm.Usage) error {
-	b, err := encodeMessages(msgs)
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, `INSERT INTO gb_agent_research_steps
-		(run_id, step, messages, prompt_tokens, completion_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6)`,
-		run.ID, step, b, u.PromptTokens, u.CompletionTokens, u.CostUSD)
-	if err != nil {
-		return fmt.Errorf("error recording step %d of run %d: %w", step, run.ID, err)
-	}
-	_, err = tx.Exec(ctx, `UPDATE gb_agent_research_runs SET
-			steps = $2, status = 'working', started_at = coalesce(started_at, now()), updated_at = now(),
-			wait_names = '{}', wait_call_id = ''
-		WHERE id = $1`, run.ID, step)
-	if err != nil {
-		return fmt.Errorf("error updating run %d: %w", run.ID, err)
-	}
-	run.Steps = step
-	run.Status = StatusWorking
-	return nil
 }
 
 // encodeMessages encodes a step's messages for the jsonb column, which
@@ -367,27 +329,6 @@ func stripNUL(v any) any {
 		}
 	}
 	return v
-}
-
-// conversation loads the messages of every committed step of a run.
-func conversation(ctx context.Context, db DB, runID int64) ([]llm.Message, error) {
-	rows, err := db.Query(ctx, "SELECT messages FROM gb_agent_research_steps WHERE run_id = $1 ORDER BY step", runID)
-	if err != nil {
-		return nil, fmt.Errorf("error loading conversation: %w", err)
-	}
-	defer rows.Close()
-	var all []llm.Message
-	for rows.Next() {
-		var msgs []llm.Message
-		if err := rows.Scan(&msgs); err != nil {
-			return nil, fmt.Errorf("error reading conversation: %w", err)
-		}
-		all = append(all, msgs...)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("error loading conversation: %w", err)
-	}
-	return all, nil
 }
 
 // endAfter ends a run outside a step's normal flow (a failed model call, a

@@ -44,8 +44,9 @@ type toolEnv struct {
 	callID string
 	// park is set by wait_subagents when the run must wait for sub-agents.
 	park *parkRequest
-	// ended is set when a tool ended the run itself.
-	ended bool
+	// events are the events of the step's read-only tools, inserted with
+	// the step's own.
+	events []pendingEvent
 }
 
 // toolError is a failure the model is told about as the tool's result; any

