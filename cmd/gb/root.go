@@ -31,6 +31,6 @@ Exit codes: 0 success, 1 error, 2 usage error, 4 not authenticated,
 		return usageErrorf("%w; see %s --help", err, cmd.CommandPath())
 	})
 	root.AddCommand(demoCmd(), devCmd(), workerCmd(), researchCmd(), keysCmd(), usersCmd(), kbCmd(), migrateCmd(),
-		mcpCmd(), versionCmd())
+		mcpCmd(), benchCmd(), versionCmd())
 	return root
 }

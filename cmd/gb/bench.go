@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gbresearch/gb/infra/db"
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/bench"
+)
+
+// Environment variables that size a working process, read by gb bench
+// as the defaults of --max-workers and --pool.
+const (
+	envMaxWorkers = "GB_MAX_WORKERS"
+	envDBPool     = "GB_DB_POOL"
+)
+
+// benchPoolDefault is the bench's pool size without --pool or GB_DB_POOL.
+const benchPoolDefault = 25
+
+func benchCmd() *cobra.Command {
+	var o bench.Options
+	var verbose bool
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure agent steps, pickups, spawns and message wakes on DATABASE_URL beside River and LISTEN/NOTIFY",
+		Long: `Measure the agent on DATABASE_URL and print one table: each figure beside a
+baseline measured in the same run, and their ratio. Agent steps (a scripted
+model with no latency that searches once a step) stand beside bare River jobs
+that chain themselves the way steps do; their CPU (this process, and Postgres
+when it runs on this machine) and round trips per step beside a River hop's;
+pickups, spawns and resumes beside River's; a message wake beside a bare
+LISTEN/NOTIFY. --trees adds a scale run of that many trees (a root and 3
+sub-agents) whose model calls each take --model-latency.
+
+The bench applies the schema first, uses River queues, users and a dataset of
+its own, and deletes them when it ends, so it may run beside live workers.`,
+		Example: `  gb bench
+  gb bench --runs 50 --steps 20 --verbose
+  gb bench --trees 1000 --model-latency 1s --max-workers 1000 --pool 25`,
+		Args: args(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := benchSizes(cmd, &o); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return usageErrorf("%w; see gb bench --help", err)
+			}
+			pool, err := openDB(cmd.Context())
+			if err != nil {
+				return err
+			}
+			o.URL = os.Getenv("DATABASE_URL")
+			_, err = db.Migrate(cmd.Context(), pool, slog.New(slog.DiscardHandler))
+			pool.Close()
+			if err != nil {
+				return err
+			}
+			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "gb bench: %s\n", s) }
+			r, err := bench.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return r.Print(cmd.OutOrStdout(), verbose)
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&o.Runs, "runs", bench.RunsDefault, "research runs measured at once")
+	f.IntVar(&o.Steps, "steps", bench.StepsDefault, "steps of each run (2 to 40)")
+	f.IntVar(&o.Samples, "samples", bench.SamplesDefault, "messages and River inserts timed; a tenth of it is the trees timing spawns")
+	f.IntVar(&o.Trees, "trees", 0, "trees of the scale run (0 skips it)")
+	f.DurationVar(&o.ModelLatency, "model-latency", time.Second, "latency of each model call in the scale run")
+	f.IntVar(&o.MaxWorkers, "max-workers", 0, "step jobs run at once (default "+envMaxWorkers+", else jobs' default)")
+	f.Int32Var(&o.Pool, "pool", 0, fmt.Sprintf("connections of the bench's pool (default %s, else %d)", envDBPool, benchPoolDefault))
+	f.IntVar(&o.PostgresPID, "pgpid", 0, "PID of the local postmaster (default: found from a backend's parent)")
+	f.BoolVar(&verbose, "verbose", false, "also print the statements of each phase, with whose they are")
+	return c
+}
+
+// benchSizes fills --max-workers and --pool from the environment when
+// they are not given.
+func benchSizes(cmd *cobra.Command, o *bench.Options) error {
+	if !cmd.Flags().Changed("max-workers") {
+		n, err := envInt(envMaxWorkers, jobs.MaxWorkersDefault)
+		if err != nil {
+			return err
+		}
+		o.MaxWorkers = n
+	}
+	if !cmd.Flags().Changed("pool") {
+		n, err := envInt(envDBPool, benchPoolDefault)
+		if err != nil {
+			return err
+		}
+		o.Pool = int32(n)
+	}
+	if o.MaxWorkers < 1 || o.Pool < 2 {
+		return usageErrorf("--max-workers must be at least 1 and --pool at least 2 (got %d and %d)", o.MaxWorkers, o.Pool)
+	}
+	return nil
+}
+
+// envInt reads a positive whole number from the environment, def when unset.
+func envInt(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, usageErrorf("%s must be a positive whole number (got %q)", name, v)
+	}
+	return n, nil
+}
