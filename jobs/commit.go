@@ -39,11 +39,102 @@ const (
 	parked                   // the run waits for sub-agents
 )
 
-// commitStep runs the step's tools and records the step in one transaction,
+// commitStep records the step and says what comes next. A step whose
+// tools all ran before it (read-only ones) and after which the same job
+// goes on commits in one round trip (commitFast); any other step runs its
+// tools in a transaction (commitTx). It returns true when this job makes
+// the next step.
+func (a *Agent) commitStep(ctx context.Context, c *stepCommit) (bool, error) {
+	if c.readOnly() && a.continues(ctx, c.turn) {
+		return a.commitFast(ctx, c)
+	}
+	return a.commitTx(ctx, c)
+}
+
+// readOnly reports whether the step asked for tools and every one of them
+// ran before the commit.
+func (c *stepCommit) readOnly() bool {
+	if len(c.reply.ToolCalls) == 0 {
+		return false
+	}
+	for _, r := range c.reads {
+		if r == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// commitFast records a step whose tools all ran before it, and reads the
+// parent's inputs for the next step, in one batch: one round trip and one
+// implicit transaction, which locks the tree's root first like every
+// writer. A run that moved on meanwhile (cancelled, deleted) records
+// nothing and the job ends (dropStep).
+func (a *Agent) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
+	t := c.turn
+	run := t.run
+	env := &toolEnv{agent: a, run: run, step: c.step}
+	msgs := append(append([]llm.Message{}, c.prelude...), c.reply)
+	for i, call := range c.reply.ToolCalls {
+		msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name,
+			Content: env.readResult(call, c.reads[i])})
+	}
+	rec, err := newRecord(c, run, env, msgs, true)
+	if err != nil {
+		return false, err
+	}
+	a.injectFault(FaultAfterTools)
+	a.injectFault(FaultBeforeCommit)
+	b := &pgx.Batch{}
+	b.Queue(lockRootSQL, run.RootID)
+	var recorded bool
+	b.Queue(recordStepSQL, rec.args...).QueryRow(func(row pgx.Row) error {
+		var notified int64
+		return row.Scan(&recorded, &notified)
+	})
+	next := *t
+	if a.messenger != nil && run.ParentID != nil {
+		b.Queue(parentInputsSQL, run.ID).Query(next.scanInputs)
+	}
+	if err := a.pool.SendBatch(ctx, b).Close(); err != nil {
+		return false, fmt.Errorf("error recording step %d of run %d: %w", c.step, run.ID, err)
+	}
+	if !recorded {
+		return false, a.dropStep(ctx, c)
+	}
+	rec.apply(run)
+	t.history = append(t.history, msgs...)
+	t.inputs, t.inputIDs, t.inputsRead = next.inputs, next.inputIDs, true
+	return true, nil
+}
+
+// dropStep ends the job of a step that was not recorded because its run
+// moved on: the model call was paid for all the same.
+func (a *Agent) dropStep(ctx context.Context, c *stepCommit) error {
+	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		run, err := a.lockTree(ctx, tx, c.turn.run)
+		if err != nil {
+			return err
+		}
+		return a.dropLocked(ctx, tx, c, run)
+	})
+}
+
+// dropLocked settles the call of a step that will not be recorded, with
+// its tree locked (run is nil when it was deleted), and completes the job.
+func (a *Agent) dropLocked(ctx context.Context, tx pgx.Tx, c *stepCommit, run *Run) error {
+	if run != nil {
+		if err := settle(ctx, tx, keyOf(c.turn.job, c.step), run, c.usage, false); err != nil {
+			return err
+		}
+	}
+	return completeJob(ctx, tx, c.turn.job)
+}
+
+// commitTx runs the step's tools and records the step in one transaction,
 // then ends the run, parks it, or lets it go on: in the same job when it
-// may (continues), else in a new step job. It returns true when this job
-// makes the next step.
-func (a *Agent) commitStep(ctx context.Context, c *stepCommit) (more bool, err error) {
+// may (continues), else in a new step job.
+func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err error) {
 	t, step := c.turn, c.step
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		more = false
@@ -52,14 +143,7 @@ func (a *Agent) commitStep(ctx context.Context, c *stepCommit) (more bool, err e
 			return err
 		}
 		if run == nil || run.Ended() || run.Status == StatusWaiting || run.Steps != step-1 {
-			// Cancelled, deleted or already done meanwhile; the model call
-			// was paid for all the same.
-			if run != nil {
-				if err := settle(ctx, tx, keyOf(t.job, step), run, c.usage, false); err != nil {
-					return err
-				}
-			}
-			return completeJob(ctx, tx, t.job)
+			return a.dropLocked(ctx, tx, c, run) // cancelled, deleted or already done meanwhile
 		}
 		env := &toolEnv{agent: a, tx: tx, run: run, step: step}
 		msgs := append(append([]llm.Message{}, c.prelude...), c.reply)
@@ -76,9 +160,19 @@ func (a *Agent) commitStep(ctx context.Context, c *stepCommit) (more bool, err e
 		a.injectFault(FaultAfterTools)
 		next := outcomeOf(env, c.reply)
 		more = next == nextStep && a.continues(ctx, t)
-		if err := a.recordStep(ctx, tx, env, c, msgs, more); err != nil {
+		rec, err := newRecord(c, run, env, msgs, more)
+		if err != nil {
 			return err
 		}
+		var recorded bool
+		var notified int64
+		if err := tx.QueryRow(ctx, recordStepSQL, rec.args...).Scan(&recorded, &notified); err != nil {
+			return fmt.Errorf("error recording step %d of run %d: %w", step, run.ID, err)
+		}
+		if !recorded {
+			return fmt.Errorf("step %d of run %d was not recorded: the run is at step %d, %s", step, run.ID, run.Steps, run.Status)
+		}
+		rec.apply(run)
 		if err := a.follow(ctx, tx, t.job, env, next, c.reply.Content, more); err != nil {
 			return err
 		}
@@ -156,50 +250,55 @@ func (a *Agent) continues(ctx context.Context, t *turn) bool {
 	return w == nil || w.handoverAt.IsZero() || now.Before(w.handoverAt)
 }
 
-// recordStep records a step in one round trip: its messages and usage, the
-// run's step count and state (thinking when the same job goes on), the
-// states it went through, the call's usage in the ledger, the step's
-// events and its tools', and the delivered messages as read.
-func (a *Agent) recordStep(ctx context.Context, tx pgx.Tx, env *toolEnv, c *stepCommit, msgs []llm.Message, more bool) error {
-	run, step := env.run, c.step
+// record is a step as recordStepSQL records it.
+type record struct {
+	args  []any
+	step  int
+	state string // the state the run is left in
+	usage llm.Usage
+}
+
+// newRecord prepares the record of a step: its messages, the states it
+// goes through (ending in thinking when the same job goes on), its
+// events (its tools', then its own) and its sources.
+func newRecord(c *stepCommit, run *Run, env *toolEnv, msgs []llm.Message, more bool) (*record, error) {
 	b, err := encodeMessages(msgs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	states := stepStates(run.State, c.reply.ToolCalls, more)
 	state := run.State
 	if len(states) > 0 {
 		state = states[len(states)-1]
 	}
-	events := append(env.events, pendingEvent{kind: EventStep, data: map[string]any{"step": step,
+	events := append(env.events, pendingEvent{kind: EventStep, data: map[string]any{"step": c.step,
 		"tools": toolNames(c.reply.ToolCalls), "tokens": c.usage.PromptTokens + c.usage.CompletionTokens}})
 	kinds, datas, err := encodeEvents(events)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	u := c.usage
-	batch := &pgx.Batch{}
-	batch.Queue(insertStepSQL, run.ID, step, b, u.PromptTokens, u.CompletionTokens, u.CostUSD)
-	batch.Queue(updateRunStepSQL, run.ID, step, state)
-	if len(states) > 0 {
-		batch.Queue(insertStatesSQL, run.ID, states, step)
+	sources, err := encodeSources(env.sources)
+	if err != nil {
+		return nil, err
 	}
-	batch.Queue(settleSQL, settleArgs(keyOf(c.turn.job, step), run, u, true)...)
-	batch.Queue(insertEventsSQL, run.RootID, run.ID, run.ParentID, kinds, datas, EventsChannel)
-	if len(c.inputIDs) > 0 {
-		batch.Queue(markInputsReadSQL, c.inputIDs)
+	inputIDs := c.inputIDs
+	if inputIDs == nil {
+		inputIDs = []int64{}
 	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("error recording step %d of run %d: %w", step, run.ID, err)
-	}
-	// settleSQL added the usage to the run's row.
-	run.PromptTokens += int64(u.PromptTokens)
-	run.CompletionTokens += int64(u.CompletionTokens)
-	run.Tokens += int64(u.PromptTokens + u.CompletionTokens)
-	run.CostUSD += u.CostUSD
-	run.Steps, run.Status, run.State = step, StatusWorking, state
+	u, key := c.usage, keyOf(c.turn.job, c.step)
+	return &record{step: c.step, state: state, usage: u, args: []any{run.ID, c.step, state, b,
+		u.PromptTokens, u.CompletionTokens, u.CostUSD, states, key.job, key.attempt,
+		kinds, datas, inputIDs, sources, EventsChannel}}, nil
+}
+
+// apply brings run up to date with what the record wrote.
+func (r *record) apply(run *Run) {
+	run.PromptTokens += int64(r.usage.PromptTokens)
+	run.CompletionTokens += int64(r.usage.CompletionTokens)
+	run.Tokens += int64(r.usage.PromptTokens + r.usage.CompletionTokens)
+	run.CostUSD += r.usage.CostUSD
+	run.Steps, run.Status, run.State = r.step, StatusWorking, r.state
 	run.WaitNames, run.WaitCallID = nil, ""
-	return nil
 }
 
 // stepStates are the states a run goes through after its model call, from
@@ -236,19 +335,24 @@ func encodeEvents(events []pendingEvent) ([]string, []string, error) {
 }
 
 // toolResult is the result of one tool call of a step: what a read-only
-// tool produced before the transaction (recorded now, with its sources;
-// its event goes with the step's), or what a tool that runs in the
-// transaction answers.
+// tool produced before the transaction (env.readResult), or what a tool
+// that runs in the transaction answers.
 func (a *Agent) toolResult(ctx context.Context, env *toolEnv, call llm.ToolCall, r *readResult) (string, error) {
 	if r == nil {
 		return a.runTool(ctx, env, call)
 	}
-	if err := recordSources(ctx, env.tx, env.run, env.step, r.sources); err != nil {
-		return "", err
+	return env.readResult(call, r), nil
+}
+
+// readResult is the result of a call that ran before the commit; its
+// sources and its event go with the step's record.
+func (env *toolEnv) readResult(call llm.ToolCall, r *readResult) string {
+	env.sources = append(env.sources, r.sources...)
+	if !r.silent {
+		env.events = append(env.events, pendingEvent{kind: EventTool, data: map[string]any{"step": env.step,
+			"tool": call.Name, "error": r.failed}})
 	}
-	env.events = append(env.events, pendingEvent{kind: EventTool, data: map[string]any{"step": env.step,
-		"tool": call.Name, "error": r.failed}})
-	return r.text, nil
+	return r.text
 }
 
 // lockTree locks the root of the run's tree, then the run itself

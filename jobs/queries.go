@@ -3,10 +3,12 @@ package jobs
 // The statements of a step, in the order a step sends them. A step job
 // loads its run in one round trip (markThinkingSQL, then the run, its
 // tree's budget, its conversation and its parent's unread inputs, sent as
-// one batch); each step then commits in one transaction: lockTreeSQL,
-// the step's tools, and one batch that records it (insertStepSQL,
-// updateRunStepSQL, insertStatesSQL, settleSQL, insertEventsSQL and
-// markInputsReadSQL).
+// one batch). A step whose tools are all read-only and after which the
+// same job goes on commits in one round trip: lockRootSQL, recordStepSQL
+// and the parent's inputs for the next step, as one batch in one implicit
+// transaction. Any other step opens a transaction: lockTreeSQL, the
+// tools that run in it, recordStepSQL, then what comes next (an end, a
+// park, or the next step job).
 
 // markThinkingSQL marks a run thinking, with a row of its state history,
 // when the job ($2 is the step it was made for) will make a step of it; a
@@ -35,34 +37,56 @@ const parentInputsSQL = `SELECT m.id, m.text FROM gb_messages m JOIN gb_agent_re
 const lockTreeSQL = "SELECT " + runColumns + ` FROM gb_agent_research_runs
 	WHERE id = ANY($1) ORDER BY id FOR UPDATE`
 
-// insertStepSQL records a step's messages and usage.
-const insertStepSQL = `INSERT INTO gb_agent_research_steps
-	(run_id, step, messages, prompt_tokens, completion_tokens, cost_usd) VALUES ($1, $2, $3, $4, $5, $6)`
+// lockRootSQL locks the root of a tree, which every writer of the tree
+// locks first.
+const lockRootSQL = `SELECT id FROM gb_agent_research_runs WHERE id = $1 FOR UPDATE`
 
-// updateRunStepSQL marks a run working at the step it recorded, in the
-// state it is left in; its usage is added by settleSQL.
-const updateRunStepSQL = `UPDATE gb_agent_research_runs SET
-		steps = $2, state = $3, status = 'working', started_at = coalesce(started_at, now()), updated_at = now(),
-		wait_names = '{}', wait_call_id = ''
-	WHERE id = $1`
-
-// insertStatesSQL appends the states a step went through to the run's
-// state history, in order.
-const insertStatesSQL = `INSERT INTO gb_agent_research_states (run_id, state, step)
-	SELECT $1, s, $3 FROM unnest($2::text[]) WITH ORDINALITY AS u(s, o) ORDER BY o`
-
-// insertEventsSQL appends events of one run to its tree's timeline, in
-// order, and queues one NOTIFY for the tree when a reader holds a live
-// lease on it (see addEventSQL).
-const insertEventsSQL = `WITH ins AS (
+// recordStepSQL records a step in one statement, if the run is still at
+// the step before it and still going (not ended, not parked, not deleted):
+// it marks the run at that step, in the state it is left in ($3), with the
+// call's usage added; it inserts the step's messages, the states it went
+// through ($8, in order), the call's row in the ledger (job $9, attempt
+// $10), its events ($11 and $12, in order), the sources its tools read
+// ($14, a JSON array), and marks the messages it delivered ($13) read. It
+// returns whether it recorded the step, and queues a NOTIFY for the tree
+// when a reader holds a live lease on its events (see addEventSQL). The
+// caller holds the tree's root lock.
+const recordStepSQL = `WITH run AS (
+		UPDATE gb_agent_research_runs SET steps = $2, state = $3, status = 'working',
+			started_at = coalesce(started_at, now()), updated_at = now(), wait_names = '{}', wait_call_id = '',
+			prompt_tokens = prompt_tokens + $5, completion_tokens = completion_tokens + $6,
+			tokens = tokens + $5 + $6, cost_usd = cost_usd + $7
+		WHERE id = $1 AND steps = $2 - 1 AND status IN ('queued', 'working')
+		RETURNING id, root_id, parent_id),
+	step AS (
+		INSERT INTO gb_agent_research_steps (run_id, step, messages, prompt_tokens, completion_tokens, cost_usd)
+		SELECT id, $2, $4, $5, $6, $7 FROM run),
+	states AS (
+		INSERT INTO gb_agent_research_states (run_id, state, step)
+		SELECT run.id, u.s, $2 FROM run, unnest($8::text[]) WITH ORDINALITY AS u(s, o) ORDER BY u.o),
+	call AS (
+		INSERT INTO gb_model_calls (job_id, attempt, step, run_id, root_id, status, prompt_tokens, completion_tokens,
+			cost_usd, committed)
+		SELECT $9, $10, $2, id, root_id, 'settled', $5, $6, $7, true FROM run
+		ON CONFLICT (job_id, attempt, step) DO UPDATE SET status = 'settled', prompt_tokens = excluded.prompt_tokens,
+			completion_tokens = excluded.completion_tokens, cost_usd = excluded.cost_usd, committed = true),
+	events AS (
 		INSERT INTO gb_agent_research_events (root_id, run_id, parent_id, kind, data)
-		SELECT $1, $2, $3, k, d FROM unnest($4::text[], $5::jsonb[]) WITH ORDINALITY AS u(k, d, o) ORDER BY o
-		RETURNING root_id)
-	SELECT pg_notify($6, $1::text) FROM gb_event_waiters w
-	WHERE w.root_id = $1 AND w.waiting_until > now() AND EXISTS (SELECT 1 FROM ins)`
-
-// markInputsReadSQL marks the messages a step delivered as read.
-const markInputsReadSQL = `UPDATE gb_messages SET read_at = now() WHERE id = ANY($1) AND read_at IS NULL`
+		SELECT run.root_id, run.id, run.parent_id, u.k, u.d
+		FROM run, unnest($11::text[], $12::jsonb[]) WITH ORDINALITY AS u(k, d, o) ORDER BY u.o),
+	sources AS (
+		INSERT INTO gb_sources (root_id, run_id, step, kind, url, requested_url, title, status, bytes, content_type,
+			error, cached, body)
+		SELECT run.root_id, run.id, $2, x.kind, x.url, x.requested_url, x.title, x.status, x.bytes, x.content_type,
+			x.error, x.cached, x.body
+		FROM run, jsonb_to_recordset($14::jsonb) AS x(kind text, url text, requested_url text, title text, status int,
+			bytes bigint, content_type text, error text, cached boolean, body text)),
+	inputs AS (
+		UPDATE gb_messages SET read_at = now()
+		WHERE id = ANY($13::bigint[]) AND read_at IS NULL AND EXISTS (SELECT 1 FROM run))
+	SELECT EXISTS (SELECT 1 FROM run),
+		(SELECT count(pg_notify($15, w.root_id::text)) FROM gb_event_waiters w
+		 WHERE w.root_id = (SELECT root_id FROM run) AND w.waiting_until > now())`
 
 // backdateJobSQL orders a run's new step job by its tree's start: River
 // takes available jobs by priority, then scheduled_at, so the steps of a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/gbresearch/gb/jobs/llm"
@@ -34,6 +35,7 @@ type readResult struct {
 	sources []Source
 	usage   llm.Usage
 	failed  bool // the text is a tool error
+	silent  bool // no tool ran: no event records it
 }
 
 // runReads runs the read-only tool calls of a step concurrently and
@@ -50,6 +52,10 @@ func (a *Agent) runReads(ctx context.Context, run *Run, step int, calls []llm.To
 	env := &readEnv{agent: a, run: run, step: step}
 	for i, call := range calls {
 		t, ok := tools[call.Name]
+		if (!ok || !a.offers(run, call.Name)) && !slices.Contains(a.placeTools(run), call.Name) {
+			out[i] = &readResult{text: a.noSuchTool(run, call.Name), failed: true, silent: true}
+			continue
+		}
 		if !ok || t.read == nil || !a.offers(run, call.Name) {
 			continue // run in the transaction, or refused there
 		}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -42,28 +43,39 @@ type Source struct {
 	body *string
 }
 
-// recordSources records what a step read, in the step's transaction.
-func recordSources(ctx context.Context, tx pgx.Tx, run *Run, step int, sources []Source) error {
-	if len(sources) == 0 {
-		return nil
-	}
-	rows := make([][]any, len(sources))
+// sourceRow is a source as recordStepSQL reads it.
+type sourceRow struct {
+	Kind         string  `json:"kind"`
+	URL          string  `json:"url"`
+	RequestedURL string  `json:"requested_url"`
+	Title        string  `json:"title"`
+	Status       int     `json:"status"`
+	Bytes        int64   `json:"bytes"`
+	ContentType  string  `json:"content_type"`
+	Error        string  `json:"error"`
+	Cached       bool    `json:"cached"`
+	Body         *string `json:"body"`
+}
+
+// encodeSources encodes what a step read for recordStepSQL, as a JSON
+// array, cleaned of what Postgres refuses and with bodies capped.
+func encodeSources(sources []Source) (string, error) {
+	rows := make([]sourceRow, len(sources))
 	for i, s := range sources {
 		var body *string
 		if s.body != nil {
 			b := clean(truncateRunes(*s.body, maxCachedBody))
 			body = &b
 		}
-		rows[i] = []any{run.RootID, run.ID, step, s.Kind, clean(s.URL), clean(s.RequestedURL), clean(s.Title),
-			s.Status, s.Bytes, clean(s.ContentType), clean(s.Error), s.Cached, body}
+		rows[i] = sourceRow{Kind: s.Kind, URL: clean(s.URL), RequestedURL: clean(s.RequestedURL), Title: clean(s.Title),
+			Status: s.Status, Bytes: s.Bytes, ContentType: clean(s.ContentType), Error: clean(s.Error), Cached: s.Cached,
+			Body: body}
 	}
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"gb_sources"},
-		[]string{"root_id", "run_id", "step", "kind", "url", "requested_url", "title", "status", "bytes",
-			"content_type", "error", "cached", "body"}, pgx.CopyFromRows(rows))
+	b, err := json.Marshal(rows)
 	if err != nil {
-		return fmt.Errorf("error recording sources of run %d: %w", run.ID, err)
+		return "", fmt.Errorf("error encoding sources: %w", err)
 	}
-	return nil
+	return string(b), nil
 }
 
 // cachedPage returns the text of a page an agent of the tree fetched

@@ -33,9 +33,11 @@ type turn struct {
 	history []llm.Message // the run's committed conversation
 	limits  limits        // the tree's budget
 	// inputs are the parent's unread inputs for the next step, and
-	// inputIDs their message ids.
-	inputs   []llm.Message
-	inputIDs []int64
+	// inputIDs their message ids; inputsRead says the last commit read
+	// them already.
+	inputs     []llm.Message
+	inputIDs   []int64
+	inputsRead bool
 }
 
 // work makes the steps of the job's run, each in its own transaction, until
@@ -109,6 +111,10 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 // loadInputs reads the parent's unread inputs of a sub-agent before a step
 // that follows another in the same job.
 func (a *Agent) loadInputs(ctx context.Context, t *turn) error {
+	if t.inputsRead {
+		t.inputsRead = false
+		return nil
+	}
 	t.inputs, t.inputIDs = nil, nil
 	if a.messenger == nil || t.run.ParentID == nil {
 		return nil

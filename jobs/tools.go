@@ -44,9 +44,10 @@ type toolEnv struct {
 	callID string
 	// park is set by wait_subagents when the run must wait for sub-agents.
 	park *parkRequest
-	// events are the events of the step's read-only tools, inserted with
-	// the step's own.
-	events []pendingEvent
+	// events and sources are those of the step's tools, recorded with
+	// the step.
+	events  []pendingEvent
+	sources []Source
 }
 
 // toolError is a failure the model is told about as the tool's result; any
@@ -217,8 +218,7 @@ func (a *Agent) runTool(ctx context.Context, env *toolEnv, call llm.ToolCall) (s
 		return fmt.Sprintf("Error: a %s sub-agent may not call %s; its tools are: %s", env.run.AgentType, call.Name, allowed), nil
 	}
 	if !ok || !a.offers(env.run, call.Name) {
-		return "Error: there is no tool named " + fmt.Sprintf("%q", call.Name) + "; your tools are: " +
-			strings.Join(a.toolNamesFor(env.run), ", "), nil
+		return a.noSuchTool(env.run, call.Name), nil
 	}
 	env.callID = call.ID
 	result, err := t.run(ctx, env, json.RawMessage(call.ArgumentsText()))
@@ -229,11 +229,14 @@ func (a *Agent) runTool(ctx context.Context, env *toolEnv, call llm.ToolCall) (s
 	if err != nil {
 		return "", fmt.Errorf("tool %s of run %d: %w", call.Name, env.run.ID, err)
 	}
-	if err := addEvent(ctx, env.tx, env.run, EventTool, map[string]any{"step": env.step, "tool": call.Name,
-		"error": te != nil}); err != nil {
-		return "", err
-	}
+	env.events = append(env.events, pendingEvent{kind: EventTool, data: map[string]any{"step": env.step,
+		"tool": call.Name, "error": te != nil}})
 	return result, nil
+}
+
+// noSuchTool is the answer to a call of a tool the run does not have.
+func (a *Agent) noSuchTool(run *Run, name string) string {
+	return fmt.Sprintf("Error: there is no tool named %q; your tools are: %s", name, strings.Join(a.toolNamesFor(run), ", "))
 }
 
 // toolsState is the state a step's tool calls put the agent in.
