@@ -29,7 +29,7 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 	}
 	_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs
 		SET status = $2, state = $3, report = $4, error = $5, ended_at = clock_timestamp(), updated_at = now(),
-		    wait_names = '{}', wait_call_id = ''
+		    wait_names = '{}', wait_call_id = '', wait_until = NULL
 		WHERE id = $1`, run.ID, status, state, report, errText)
 	if err != nil {
 		return fmt.Errorf("error ending run %d: %w", run.ID, err)
@@ -75,7 +75,7 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, runID int64, e
 		ids[i] = v.ID
 		_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs
 			SET status = 'failed', state = 'failed', error = $2, ended_at = clock_timestamp(), updated_at = now(),
-			    wait_names = '{}', wait_call_id = ''
+			    wait_names = '{}', wait_call_id = '', wait_until = NULL
 			WHERE id = $1`, v.ID, errText)
 		if err != nil {
 			return fmt.Errorf("error cancelling run %d: %w", v.ID, err)
@@ -94,17 +94,22 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, runID int64, e
 	return a.cancelJobs(ctx, tx, ids, 0)
 }
 
-// cancelJobs cancels the unfinished step and timeout jobs of runs but the
-// job self:
-// queued ones never run, and a running one has its context cancelled
-// through River (its commit would find the run ended anyway). It finds
-// them through the GIN index on the jobs' args, since it runs under the
-// tree's lock.
+// cancelJobs cancels the unfinished step, timeout and wake jobs of runs
+// but the job self: queued ones never run, and a running one has its
+// context cancelled through River (its commit would find the run ended
+// anyway).
 func (a *Agent) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, self int64) error {
+	return a.cancelJobsOf(ctx, tx, []string{StepKind, TimeoutKind, MessageWakeKind}, runIDs, self)
+}
+
+// cancelJobsOf cancels the unfinished jobs of the given kinds of runs but
+// the job self. It finds them through the GIN index on the jobs' args,
+// since it runs under the tree's lock.
+func (a *Agent) cancelJobsOf(ctx context.Context, tx pgx.Tx, kinds []string, runIDs []int64, self int64) error {
 	rows, err := tx.Query(ctx, `SELECT j.id FROM unnest($2::bigint[]) AS r(id)
 		CROSS JOIN LATERAL (SELECT id FROM river_job
 			WHERE args @> jsonb_build_object('run_id', r.id) AND kind = ANY($1) AND finalized_at IS NULL AND id <> $3) j`,
-		[]string{StepKind, TimeoutKind}, runIDs, self)
+		kinds, runIDs, self)
 	if err != nil {
 		return fmt.Errorf("error finding jobs to cancel: %w", err)
 	}

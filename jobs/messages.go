@@ -25,6 +25,10 @@ type Messenger interface {
 const (
 	MaxMessageLen  = 10000
 	MaxWaitSeconds = 60
+	// MaxBlockingWait is the longest read_messages wait that blocks inside
+	// its step. With the Postgres messenger a longer one parks the run
+	// (message_wait.go), holding no job, worker slot or connection.
+	MaxBlockingWait = 2 * time.Second
 )
 
 // ErrNotWorking is returned when a message is sent to a run that has ended.
@@ -48,14 +52,27 @@ func (a *Agent) closeInbox(ctx context.Context, tx pgx.Tx, id int64) error {
 	return a.messenger.InTx(tx).Close(ctx, id)
 }
 
+// parksMessageWaits reports whether a long read_messages wait parks the
+// run: only with the Postgres messenger, whose messages are rows a send
+// can resume the reader from. Other messengers block in the step.
+func (a *Agent) parksMessageWaits() bool {
+	_, ok := a.messenger.(*messenger.Postgres)
+	return ok
+}
+
 // waitForMessages blocks, outside any transaction, for the longest wait the
 // step's read_messages calls asked for; the messages themselves are taken
-// in the step's transaction, so a crash between the two loses none.
+// in the step's transaction, so a crash between the two loses none. A wait
+// that parks the run (longer than MaxBlockingWait, on Postgres) does not
+// block here: the call parks in the step's transaction.
 func (a *Agent) waitForMessages(ctx context.Context, run *Run, calls []llm.ToolCall) error {
 	if a.messenger == nil {
 		return nil
 	}
 	wait := messageWait(calls)
+	if wait > MaxBlockingWait && a.parksMessageWaits() {
+		return nil
+	}
 	// The wait must leave the step time to commit before its timeout.
 	if deadline, ok := ctx.Deadline(); ok {
 		left := time.Until(deadline)
@@ -113,7 +130,8 @@ func (a *Agent) Transcript(ctx context.Context, rootID int64) ([]TranscriptMessa
 }
 
 // SendFromUser puts a message from the run's owner in its inbox; the agent
-// reads it at its next read_messages.
+// reads it at its next read_messages, and one parked on read_messages
+// resumes.
 func (a *Agent) SendFromUser(ctx context.Context, run *Run, text string) error {
 	text = strings.TrimSpace(text)
 	if p := textProblem(text, MaxMessageLen); p != "" {
@@ -124,10 +142,14 @@ func (a *Agent) SendFromUser(ctx context.Context, run *Run, text string) error {
 	}
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		// Root first, then the inbox, like every other writer of the tree.
-		if _, err := a.lockTree(ctx, tx, run); err != nil {
+		locked, err := a.lockTree(ctx, tx, run)
+		if err != nil {
 			return err
 		}
-		err := messenger.SendMessage(ctx, a.messenger.InTx(tx), messenger.Message{
+		if locked == nil {
+			return ErrNotWorking // deleted meanwhile
+		}
+		err = messenger.SendMessage(ctx, a.messenger.InTx(tx), messenger.Message{
 			FromName: "user", To: run.ID, Text: text})
 		switch {
 		case errors.Is(err, messenger.ErrNoInbox):
@@ -137,6 +159,9 @@ func (a *Agent) SendFromUser(ctx context.Context, run *Run, text string) error {
 		case err != nil:
 			return err
 		}
-		return addEvent(ctx, tx, run, EventMessage, map[string]any{"from": "user", "to": run.Name})
+		if err := addEvent(ctx, tx, locked, EventMessage, map[string]any{"from": "user", "to": run.Name}); err != nil {
+			return err
+		}
+		return a.wakeReader(ctx, tx, locked)
 	})
 }

@@ -29,8 +29,9 @@ const unfinishedJobSQL = `EXISTS (SELECT 1 FROM river_job j
 	WHERE j.args @> jsonb_build_object('run_id', r.id) AND j.kind = '` + StepKind + `' AND j.finalized_at IS NULL)`
 
 // reconcile repairs runs with no way forward: working or queued runs with
-// no unfinished job for longer than a step may take, and parked parents
-// whose awaited sub-agents have all ended but that were not resumed.
+// no unfinished job for longer than a step may take, parked parents whose
+// awaited sub-agents have all ended but that were not resumed, and readers
+// parked on read_messages whose wake job is gone.
 func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	horizon := a.config.RescueStuckJobsAfter.Milliseconds()
 	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
@@ -52,7 +53,7 @@ func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) e
 		}
 	}
 	rows, err = tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
-		WHERE r.status = 'waiting' AND NOT `+unfinishedJobSQL+`
+		WHERE r.status = 'waiting' AND r.wait_kind = 'subagents' AND NOT `+unfinishedJobSQL+`
 		  AND NOT EXISTS (SELECT 1 FROM gb_agent_research_runs c WHERE c.parent_id = r.id
 		                  AND c.status NOT IN ('succeeded', 'failed', 'timed_out')
 		                  AND (cardinality(r.wait_names) = 0 OR c.name = ANY(r.wait_names)))
@@ -71,7 +72,7 @@ func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) e
 			return err
 		}
 	}
-	return nil
+	return a.reconcileReaders(ctx, tx, res)
 }
 
 // lockForRepair locks the tree of run id and says whether the run still
@@ -140,7 +141,7 @@ func (a *Agent) repairRun(ctx context.Context, tx pgx.Tx, id int64, res *Maintai
 // repairResume resumes a parked parent whose awaited sub-agents all ended.
 func (a *Agent) repairResume(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
 	run, err := a.lockForRepair(ctx, tx, id, StatusWaiting)
-	if err != nil || run == nil {
+	if err != nil || run == nil || run.waitsForMessages() {
 		return err
 	}
 	a.logger.WarnContext(ctx, "resuming a parked run that lost its resume", "run_id", id)
@@ -172,4 +173,75 @@ func (a *Agent) endLost(ctx context.Context, tx pgx.Tx, id int64, msg string, re
 	}
 	res.Lost++
 	return addEvent(ctx, tx, run, EventRepaired, map[string]any{"action": "ended", "why": msg})
+}
+
+// unfinishedWakeSQL is true when the run r has a wake job not finalized.
+const unfinishedWakeSQL = `EXISTS (SELECT 1 FROM river_job j
+	WHERE j.args @> jsonb_build_object('run_id', r.id) AND j.kind = '` + MessageWakeKind + `' AND j.finalized_at IS NULL)`
+
+// reconcileReaders repairs the readers parked on read_messages that have
+// no unfinished wake job (River discarded it, an operator deleted it): one
+// past its deadline resumes now, any other gets its wake job back. The
+// parking transaction inserts the wake job, so a reader without one has
+// lost it.
+func (a *Agent) reconcileReaders(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
+	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
+		WHERE r.status = 'waiting' AND r.wait_kind = 'messages' AND r.wait_call_id <> '' AND NOT `+unfinishedWakeSQL+`
+		ORDER BY r.id LIMIT $1`, reconcileBatch)
+	if err != nil {
+		return fmt.Errorf("error finding parked readers with no wake job: %w", err)
+	}
+	readers, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("error finding parked readers with no wake job: %w", err)
+	}
+	for _, id := range readers {
+		if err := a.repairReader(ctx, tx, id, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// repairReader gives a parked reader with no wake job its way forward
+// back, with its tree locked: a resume when its deadline has passed, else
+// a new wake job at the deadline.
+func (a *Agent) repairReader(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
+	seen, err := GetRun(ctx, tx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	run, err := a.lockTree(ctx, tx, seen)
+	if err != nil || run == nil || !parkedForMessages(run) {
+		return err
+	}
+	var lost bool
+	if err := tx.QueryRow(ctx, `SELECT NOT `+unfinishedWakeSQL+` FROM gb_agent_research_runs r WHERE r.id = $1`,
+		id).Scan(&lost); err != nil {
+		return fmt.Errorf("error checking the wake job of run %d: %w", id, err)
+	}
+	if !lost {
+		return nil
+	}
+	if run.WaitUntil != nil && time.Now().Before(*run.WaitUntil) {
+		a.logger.WarnContext(ctx, "scheduling again the lost wake job of a parked reader", "run_id", id,
+			"until", *run.WaitUntil)
+		args := MessageWakeArgs{RunID: id, Step: run.Steps, CallID: run.WaitCallID}
+		if err := a.enqueueWake(ctx, tx, args, *run.WaitUntil); err != nil {
+			return err
+		}
+		res.Repaired++
+		return addEvent(ctx, tx, run, EventRepaired, map[string]any{"action": "new wake job",
+			"why": "it waited for messages with no job to end its wait"})
+	}
+	a.logger.WarnContext(ctx, "resuming a parked reader past its deadline", "run_id", id)
+	if err := a.resumeMessageWait(ctx, tx, run, resumedByDeadline, false); err != nil {
+		return err
+	}
+	res.Resumed++
+	return addEvent(ctx, tx, run, EventRepaired, map[string]any{"action": "resumed",
+		"why": "its wait for messages had ended but it had no job to resume it"})
 }

@@ -74,9 +74,17 @@ type Run struct {
 	// AgentType is a sub-agent's type ("" for a root).
 	AgentType string `json:"agent_type,omitempty"`
 	// Deadline is when a sub-agent's wall clock runs out (nil: no cap).
-	Deadline   *time.Time `json:"deadline,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// WaitNames and WaitCallID are what a parked wait_subagents waits
+	// for and the call it answers; WaitKind says what the parked call
+	// waits for (waitSubagents or waitMessages), WaitUntil when a message
+	// wait ends, and WaitReadTo the newest message a resumed message wait
+	// delivers. They mean something only while WaitCallID is set.
 	WaitNames  []string   `json:"-"`
 	WaitCallID string     `json:"-"`
+	WaitKind   string     `json:"-"`
+	WaitUntil  *time.Time `json:"-"`
+	WaitReadTo int64      `json:"-"`
 	Report     string     `json:"report"`
 	Error      string     `json:"error"`
 	CreatedAt  time.Time  `json:"created_at"`
@@ -90,12 +98,23 @@ func (r *Run) Ended() bool {
 	return r.Status == StatusSucceeded || r.Status == StatusFailed || r.Status == StatusTimedOut
 }
 
+// What a parked call waits for (Run.WaitKind).
+const (
+	waitSubagents = "subagents"
+	waitMessages  = "messages"
+)
+
+// waitsForMessages reports whether the run's parked call, or the call its
+// next step answers, is a read_messages wait.
+func (r *Run) waitsForMessages() bool { return r.WaitCallID != "" && r.WaitKind == waitMessages }
+
 // IsRoot reports whether a user started the run (it has no parent).
 func (r *Run) IsRoot() bool { return r.ParentID == nil }
 
 const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic, model, dataset,
 	status, state, max_steps, steps, prompt_tokens, completion_tokens, tokens, cost_usd::float8,
-	max_cost_usd::float8, max_tokens, max_subagents, agent_type, deadline, wait_names, wait_call_id, report, error,
+	max_cost_usd::float8, max_tokens, max_subagents, agent_type, deadline, wait_names, wait_call_id,
+	wait_kind, wait_until, wait_read_to, report, error,
 	created_at, started_at, updated_at, ended_at`
 
 func scanRun(row pgx.Row) (*Run, error) {
@@ -103,7 +122,8 @@ func scanRun(row pgx.Row) (*Run, error) {
 	err := row.Scan(&r.ID, &r.UserID, &r.ParentID, &r.RootID, &r.Depth, &r.Name, &r.Reason,
 		&r.Topic, &r.Model, &r.Dataset, &r.Status, &r.State, &r.MaxSteps, &r.Steps,
 		&r.PromptTokens, &r.CompletionTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
-		&r.MaxSubagents, &r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID, &r.Report, &r.Error,
+		&r.MaxSubagents, &r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID,
+		&r.WaitKind, &r.WaitUntil, &r.WaitReadTo, &r.Report, &r.Error,
 		&r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound

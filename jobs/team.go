@@ -148,10 +148,21 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 	return child, nil
 }
 
-// parkRequest is a wait_subagents call that must wait.
+// parkRequest is a call that must wait: a wait_subagents call for names,
+// or a read_messages call (messages) until a message or until.
 type parkRequest struct {
-	callID string
-	names  []string
+	callID   string
+	names    []string
+	messages bool
+	until    time.Time
+}
+
+// what says what the parked call waits for, for a refusal to wait twice.
+func (p *parkRequest) what() string {
+	if p.messages {
+		return "read_messages"
+	}
+	return "wait_subagents"
 }
 
 // awaitedChildren resolves wait_subagents' names to sub-agents of run.
@@ -209,6 +220,9 @@ func formatReports(runs []*Run, max int) string {
 // on, computed when it resumes, and the ids of the messages it delivers,
 // which the step's commit marks read.
 func (a *Agent) resumeResult(ctx context.Context, db DB, run *Run) (llm.Message, []int64, error) {
+	if run.waitsForMessages() {
+		return a.messageWaitResult(ctx, db, run)
+	}
 	result, err := a.waitResult(ctx, db, run, run.WaitNames)
 	if err != nil {
 		return llm.Message{}, nil, err
@@ -228,15 +242,20 @@ func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string)
 	return formatReports(awaited, a.config.MaxReportChars), nil
 }
 
-// park makes the run wait for sub-agents: no job, no worker. The
-// transaction that ends the last awaited sub-agent inserts its next step.
+// park makes the run wait for sub-agents, or for messages: no job, no
+// worker. The transaction that ends the last awaited sub-agent inserts its
+// next step; a message wait resumes as message_wait.go says.
 func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
+	if p.messages {
+		return a.parkForMessages(ctx, tx, run, p)
+	}
 	names := p.names
 	if names == nil {
 		names = []string{}
 	}
 	_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs
-		SET status = 'waiting', state = 'waiting', wait_names = $2, wait_call_id = $3, updated_at = now()
+		SET status = 'waiting', state = 'waiting', wait_names = $2, wait_call_id = $3,
+		    wait_kind = 'subagents', wait_until = NULL, updated_at = now()
 		WHERE id = $1`, run.ID, names, p.callID)
 	if err != nil {
 		return fmt.Errorf("error parking run %d: %w", run.ID, err)
@@ -255,13 +274,14 @@ func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) e
 
 // maybeResume inserts the resume job of a parked parent when every
 // sub-agent it waits for has ended. The parent's row lock and its status
-// change make it happen once, however many children end at once.
+// change make it happen once, however many children end at once. A parent
+// parked on read_messages is left to its messages and its deadline.
 func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) error {
 	parent, err := lockRun(ctx, tx, parentID)
 	if err != nil {
 		return err
 	}
-	if parent.Status != StatusWaiting {
+	if parent.Status != StatusWaiting || parent.waitsForMessages() {
 		return nil
 	}
 	awaited, err := awaitedChildren(ctx, tx, parent, parent.WaitNames)

@@ -92,8 +92,10 @@ func parentInputs(ctx context.Context, db DB, run *Run) ([]llm.Message, []int64,
 	return msgs, ids, rows.Err()
 }
 
-// markInputsRead marks the parent's inputs a step was given as read, in
-// the step's transaction.
+// markInputsRead marks the messages a step delivered as read, in the
+// step's transaction: the parent's inputs it was given and the messages
+// that answered a resumed read_messages wait. A message already read is
+// left alone.
 func markInputsRead(ctx context.Context, db DB, ids []int64) error {
 	if len(ids) == 0 {
 		return nil

@@ -77,8 +77,10 @@ func runSendMessage(ctx context.Context, env *toolEnv, raw json.RawMessage) (str
 }
 
 // sendTo sends text to a run of the tree through the messenger in the
-// step's transaction and records it on the timeline; an ended run or a
-// full inbox is a toolError saying the what was not delivered.
+// step's transaction, records it on the timeline and resumes the receiver
+// if it is parked on read_messages; an ended run or a full inbox is a
+// toolError saying the what was not delivered. to is the receiver as read
+// in this transaction, under the tree's root lock.
 func sendTo(ctx context.Context, env *toolEnv, to *Run, from, text, what string, data map[string]any) error {
 	err := messenger.SendMessage(ctx, env.agent.messenger.InTx(env.tx), messenger.Message{
 		From: env.run.ID, FromName: from, To: to.ID, Text: text})
@@ -94,5 +96,8 @@ func sendTo(ctx context.Context, env *toolEnv, to *Run, from, text, what string,
 	for k, v := range data {
 		ev[k] = v
 	}
-	return addEvent(ctx, env.tx, env.run, EventMessage, ev)
+	if err := addEvent(ctx, env.tx, env.run, EventMessage, ev); err != nil {
+		return err
+	}
+	return env.agent.wakeReader(ctx, env.tx, to)
 }

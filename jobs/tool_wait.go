@@ -27,18 +27,19 @@ func runWait(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, er
 	if err := decodeArgs(raw, &args, `{"names": ["name", ...]} or {}`); err != nil {
 		return "", err
 	}
-	if env.park != nil {
-		return "", toolErrorf("wait_subagents may be called once per step")
-	}
 	awaited, err := awaitedChildren(ctx, env.tx, env.run, args.Names)
 	if err != nil {
 		return "", err
 	}
 	for _, c := range awaited {
-		if !c.Ended() {
-			env.park = &parkRequest{callID: env.callID, names: args.Names}
-			return "", nil
+		if c.Ended() {
+			continue
 		}
+		if env.park != nil {
+			return "", toolErrorf("this step already waits (%s): only one call of a step may wait", env.park.what())
+		}
+		env.park = &parkRequest{callID: env.callID, names: args.Names}
+		return "", nil
 	}
 	return formatReports(awaited, env.agent.config.MaxReportChars), nil
 }
