@@ -5,3 +5,17 @@
 ALTER TABLE gb_model_calls ADD COLUMN step int NOT NULL DEFAULT 0;
 ALTER TABLE gb_model_calls DROP CONSTRAINT gb_model_calls_pkey;
 ALTER TABLE gb_model_calls ADD PRIMARY KEY (job_id, attempt, step);
+
+-- An event goes with its run (gb_events_run_fk), and every run of a tree
+-- with its root: the foreign key to the root only cost each insert a check.
+ALTER TABLE gb_agent_research_events DROP CONSTRAINT gb_agent_research_events_root_id_fkey;
+
+-- +goose Down
+ALTER TABLE gb_agent_research_events ADD CONSTRAINT gb_agent_research_events_root_id_fkey
+    FOREIGN KEY (root_id) REFERENCES gb_agent_research_runs (id) ON DELETE CASCADE;
+-- Calls of later steps of one job attempt have no place in the old key.
+DELETE FROM gb_model_calls WHERE step <> (SELECT min(step) FROM gb_model_calls c
+    WHERE c.job_id = gb_model_calls.job_id AND c.attempt = gb_model_calls.attempt);
+ALTER TABLE gb_model_calls DROP CONSTRAINT gb_model_calls_pkey;
+ALTER TABLE gb_model_calls ADD PRIMARY KEY (job_id, attempt);
+ALTER TABLE gb_model_calls DROP COLUMN step;
