@@ -6,14 +6,16 @@ package jobs_test
 //	export DATABASE_URL=$(infra/pg.sh url)
 //	go test -run XXX -bench . -benchtime 1x ./jobs/
 //
-// Each prints a table; the key numbers are also reported as metrics.
+// Each prints a table; the key numbers are also reported as metrics. The
+// measuring parts are package bench's; gb bench prints one table of the
+// same comparisons on any database.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,57 +23,35 @@ import (
 
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/bench"
 	"github.com/gbresearch/gb/jobs/kb"
-	"github.com/gbresearch/gb/jobs/llm"
 )
 
 // searchingModel answers at once: a cheap search on every step that offers
 // tools, and a report on the last step, which offers none. Runs whose topic
 // ends in "miss" search for a word no document has, which skips the
 // snippets (ts_headline) and so shows the loop's cost without the tool's.
-func searchingModel() *scriptModel {
-	return &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
-		if len(req.Tools) == 0 {
-			return llm.Message{Content: "report: nothing more to add"}, nil
+func searchingModel() *bench.ToolModel {
+	return &bench.ToolModel{Query: func(topic string) string {
+		if strings.HasSuffix(topic, "miss") {
+			return bench.MissQuery
 		}
-		query := `{"query":"deadline","limit":3}`
-		if strings.HasSuffix(topic(req), "miss") {
-			query = `{"query":"zzqqxxnothing","limit":3}`
-		}
-		return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", query)}}, nil
+		return "deadline"
 	}}
 }
 
 // agentRuns starts runs research runs of steps steps at once, each for its
 // own user, and returns their timings once every step has committed.
-func agentRuns(b testing.TB, a *jobs.Agent, obs *stepTimes, users []int64, runs, steps int, miss bool) chainStats {
+func agentRuns(b testing.TB, a *jobs.Agent, obs *bench.StepTimes, users []int64, runs, steps int, miss bool) bench.ChainStats {
 	b.Helper()
-	ctx := context.Background()
-	obs.reset()
 	suffix := "hit"
 	if miss {
 		suffix = "miss"
 	}
-	begin := time.Now()
-	ids := make([]int64, runs)
-	for i := range ids {
-		run, _, err := a.StartResearch(ctx, jobs.StartParams{UserID: users[i%len(users)],
-			Topic: fmt.Sprintf("benchmark run %d %s", i, suffix), MaxSteps: steps})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = run.ID
-	}
-	waitFor(b, 60*time.Second, "agent runs", func() bool { return obs.commits() == runs*steps })
-	st := obs.stats(begin)
-	for _, id := range ids {
-		run, err := jobs.GetRun(ctx, a.Pool(), id)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if run.Status != jobs.StatusSucceeded || run.Steps != steps {
-			b.Fatalf("run %d: %s after %d steps (want %d): %s", id, run.Status, run.Steps, steps, run.Error)
-		}
+	st, err := bench.AgentRuns(context.Background(), a, obs, bench.RunsParams{Users: users, Runs: runs, Steps: steps,
+		Topic: func(i int) string { return fmt.Sprintf("benchmark run %d %s", i, suffix) }})
+	if err != nil {
+		b.Fatal(err)
 	}
 	return st
 }
@@ -88,10 +68,12 @@ type rowStats struct {
 	work, pickup []time.Duration
 }
 
-func (r *rowStats) add(c chainStats) {
-	r.rates = append(r.rates, c.perSecond())
-	r.work = append(r.work, c.work...)
-	r.pickup = append(r.pickup, c.pickup...)
+// add pools a round; a pickup is a commit to the next step's start,
+// whether that step went through the queue or ran in the same job.
+func (r *rowStats) add(c bench.ChainStats) {
+	r.rates = append(r.rates, c.PerSecond())
+	r.work = append(r.work, c.Work...)
+	r.pickup = append(append(r.pickup, c.Pickup...), c.Next...)
 }
 
 func (r *rowStats) rate() float64 {
@@ -144,7 +126,7 @@ func stepOverheadOnce(b *testing.B) overheadResult {
 	pool := dbtest.NewPool(b)
 	benchDocs(b, pool)
 	users := benchUsers(b, pool, 8)
-	obs := newStepTimes()
+	obs := bench.NewStepTimes(nil)
 	a := benchAgent(b, pool, searchingModel(), obs)
 	cd, poll := jobs.FetchCooldownDefault, jobs.FetchPollDefault
 
@@ -220,62 +202,11 @@ func BenchmarkStepOverhead(b *testing.B) {
 	b.ReportMetric(msf(pct(r.riverDefault1.pickup, .5)), "river-default-pickup1-p50-ms")
 }
 
-// parkGates hold each root's sub-agents in their model call until the root
-// has parked (committed its wait_subagents step), as a real model's latency
-// would; otherwise a sub-agent could end before its parent waits for it.
-type parkGates struct {
-	mu    sync.Mutex
-	gates []chan struct{} // by root number
-	index map[int64]int   // root run id -> root number
-	early map[int64]bool  // roots that parked before their id was known here
-}
-
-func newParkGates(n int) *parkGates {
-	g := &parkGates{index: map[int64]int{}, early: map[int64]bool{}}
-	for range n {
-		g.gates = append(g.gates, make(chan struct{}))
-	}
-	return g
-}
-
-// committed is the observer's hook: step 2 of a root is its wait.
-func (g *parkGates) committed(id int64, step int) {
-	if step != 2 {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if i, ok := g.index[id]; ok {
-		close(g.gates[i])
-	} else {
-		g.early[id] = true
-	}
-}
-
-// started records root i's run id.
-func (g *parkGates) started(i int, id int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.index[id] = i
-	if g.early[id] {
-		close(g.gates[i])
-	}
-}
-
-func (g *parkGates) wait(ctx context.Context, i int) error {
-	select {
-	case <-g.gates[i]:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 type spawnResult struct {
 	spawn, resume, riverInsert []time.Duration
 }
 
-func spawnOnce(b *testing.B, roots, kids int) spawnResult {
+func spawnOnce(b *testing.B, roots int) spawnResult {
 	ctx := context.Background()
 	pool := dbtest.NewPool(b)
 	if _, err := kb.Load(ctx, pool, jobs.DefaultDataset, []kb.Document{
@@ -283,80 +214,25 @@ func spawnOnce(b *testing.B, roots, kids int) spawnResult {
 		b.Fatal(err)
 	}
 	users := benchUsers(b, pool, roots)
-	g := newParkGates(roots)
-	obs := newStepTimes()
-	obs.onCommit = g.committed
-	model := &scriptModel{fn: func(ctx context.Context, req llm.Request) (llm.Message, error) {
-		var r, c int
-		if _, err := fmt.Sscanf(topic(req), "child task r%d c%d", &r, &c); err == nil {
-			if err := g.wait(ctx, r); err != nil {
-				return llm.Message{}, err
-			}
-			return llm.Message{Content: fmt.Sprintf("child report r%d c%d", r, c)}, nil
-		}
-		if _, err := fmt.Sscanf(topic(req), "root %d", &r); err != nil {
-			return llm.Message{}, fmt.Errorf("unexpected topic %q", topic(req))
-		}
-		switch turns(req) {
-		case 0:
-			var calls []llm.ToolCall
-			for c := range kids {
-				calls = append(calls, toolCall("spawn_subagent",
-					fmt.Sprintf(`{"name":"c%d","reason":"part %d","task":"child task r%d c%d","max_steps":3}`, c, c, r, c)))
-			}
-			return llm.Message{ToolCalls: calls}, nil
-		case 1:
-			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
-		}
-		return llm.Message{Content: "root report:\n" + lastToolResult(req)}, nil
-	}}
-	a := benchAgent(b, pool, model, obs)
-	time.Sleep(200 * time.Millisecond) // let the client settle
-
-	ids := make([]int64, roots)
-	for i := range ids {
-		run, _, err := a.StartResearch(ctx, jobs.StartParams{UserID: users[i], Topic: fmt.Sprintf("root %d", i)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = run.ID
-		g.started(i, run.ID)
-		time.Sleep(50 * time.Millisecond) // light load: one tree at a time, mostly
+	g := bench.NewParkGates(roots)
+	obs := bench.NewStepTimes(g.Committed)
+	a := benchAgent(b, pool, &bench.TreeModel{Gates: g}, obs)
+	// Light load: one tree at a time, mostly.
+	trees, errs := bench.StartTrees(ctx, a, bench.TreesParams{Users: users, Trees: roots, Gap: 50 * time.Millisecond, Gates: g})
+	if err := errors.Join(errs...); err != nil {
+		b.Fatal(err)
 	}
-	waitFor(b, 60*time.Second, "research trees", func() bool { return obs.commits() == roots*(3+kids) })
-
+	if err := obs.WaitCommits(ctx, roots*bench.TreeSteps, 30*time.Second); err != nil {
+		b.Fatal(err)
+	}
 	var res spawnResult
-	for _, id := range ids {
-		tree, err := jobs.Tree(ctx, pool, id)
-		if err != nil {
-			b.Fatal(err)
-		}
-		root := tree[0]
-		if root.Status != jobs.StatusSucceeded || root.Steps != 3 || len(tree) != 1+kids {
-			b.Fatalf("root %d: %s after %d steps with %d sub-agents: %s", id, root.Status, root.Steps, len(tree)-1, root.Error)
-		}
-		spawned, _ := obs.committedAt(id, 1)
-		parked, _ := obs.committedAt(id, 2)
-		resumed, ok := obs.startedAt(id, 3)
-		if !ok {
-			b.Fatalf("root %d: no resumed step recorded", id)
-		}
-		var lastEnd time.Time
-		for _, kid := range tree[1:] {
-			start, ok1 := obs.startedAt(kid.ID, 1)
-			end, ok2 := obs.committedAt(kid.ID, 1)
-			if !ok1 || !ok2 || kid.Status != jobs.StatusSucceeded {
-				b.Fatalf("sub-agent %d: %s, times recorded %v %v", kid.ID, kid.Status, ok1, ok2)
-			}
-			res.spawn = append(res.spawn, start.Sub(spawned))
-			if end.After(lastEnd) {
-				lastEnd = end
-			}
-		}
-		if !lastEnd.After(parked) {
-			b.Fatalf("root %d: its sub-agents ended before it parked", id)
-		}
-		res.resume = append(res.resume, resumed.Sub(lastEnd))
+	var err error
+	if res.spawn, res.resume, err = bench.SpawnResume(ctx, pool, obs, trees); err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]int64, len(trees))
+	for i, t := range trees {
+		ids[i] = t.Root
 	}
 	var resumedEvents int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_events
@@ -366,7 +242,6 @@ func spawnOnce(b *testing.B, roots, kids int) spawnResult {
 	if resumedEvents != roots {
 		b.Fatalf("%d resumes for %d roots: not every root parked", resumedEvents, roots)
 	}
-
 	res.riverInsert = insertToStart(b, pool, "gb_bench_ping", 200, 10*time.Millisecond)
 	return res
 }
@@ -375,10 +250,10 @@ func spawnOnce(b *testing.B, roots, kids int) spawnResult {
 // that spawned them commits, and how fast a parked parent resumes after its
 // last sub-agent ends, beside River's own insert-to-start latency.
 func BenchmarkSpawnAndResume(b *testing.B) {
-	const roots, kids = 20, 3
+	const roots, kids = 20, bench.TreeKids
 	var r spawnResult
 	for i := 0; i < b.N; i++ {
-		r = spawnOnce(b, roots, kids)
+		r = spawnOnce(b, roots)
 	}
 	b.StopTimer()
 

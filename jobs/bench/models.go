@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,10 +35,8 @@ func call(name string, args any) llm.ToolCall {
 
 // Topic is the first user message of a request: the run's topic or task.
 func Topic(req llm.Request) string {
-	for _, m := range req.Messages {
-		if m.Role == llm.RoleUser {
-			return m.Content
-		}
+	if i := slices.IndexFunc(req.Messages, func(m llm.Message) bool { return m.Role == llm.RoleUser }); i >= 0 {
+		return req.Messages[i].Content
 	}
 	return ""
 }
