@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gbresearch/gb/infra/config"
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/bench"
@@ -49,6 +50,11 @@ its own, and deletes them when it ends, so it may run beside live workers.`,
 			if err := benchSizes(cmd, &o); err != nil {
 				return err
 			}
+			cfg, err := config.FromEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			o.StepTimeout = cfg.StepTimeout
 			if err := o.Validate(); err != nil {
 				return usageErrorf("%w; see gb bench --help", err)
 			}

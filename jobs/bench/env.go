@@ -89,6 +89,15 @@ func (e *env) queue(name string) string {
 	return q
 }
 
+// agentConfig is the config of a bench agent on queue, with the
+// operator's step timeout, so that its River client, should it lead the
+// database's River maintenance, rescues jobs as the live workers' do.
+func (e *env) agentConfig(queue string) jobs.Config {
+	c := AgentConfig(queue, e.o.MaxWorkers)
+	c.StepTimeout = e.o.StepTimeout
+	return c
+}
+
 // river is the bare River client of a baseline on queue name.
 func (e *env) river(name string) RiverConfig {
 	return RiverConfig{Queue: e.queue(name), Cooldown: jobs.FetchCooldownDefault, Poll: jobs.FetchPollDefault,

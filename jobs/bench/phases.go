@@ -19,7 +19,7 @@ const (
 	RowPGCPU     = "CPU per step, Postgres"
 	RowTrips     = "round trips per step"
 	RowTripsRv   = "  River's statements"
-	RowTripsGB   = "  other statements"
+	RowTripsGB   = "  gb's statements"
 	RowTripsTx   = "  begin/commit/rollback"
 	RowCommits   = "commits per step"
 	RowPickup50  = "pickup p50"
@@ -115,7 +115,7 @@ func (e *env) stepRows(r *Report, gb, rv *phase) {
 	}
 	r.add(RowTrips, trips(gb.use, ""), trips(rv.use, ""), "a River hop, pgx tracer")
 	r.add(RowTripsRv, trips(gb.use, KindRiver), trips(rv.use, KindRiver), "River's own (\"-- name: \" queries)")
-	r.add(RowTripsGB, trips(gb.use, KindGB), trips(rv.use, KindGB), "gb's; for River, the hop worker's")
+	r.add(RowTripsGB, trips(gb.use, KindGB), trips(rv.use, KindGB), "for River, the hop worker's own (none but begin and commit)")
 	r.add(RowTripsTx, trips(gb.use, KindTx), trips(rv.use, KindTx), "whoever sent them")
 	r.add(RowCommits, count(float64(gb.use.trips.Commits())/float64(n), 2),
 		count(float64(rv.use.trips.Commits())/float64(n), 2), "a River hop")
@@ -142,7 +142,7 @@ func (e *env) agentSteps(ctx context.Context) (ChainStats, usage, []int64, error
 	o := e.o
 	times := NewStepTimes(nil)
 	q := e.queue("steps")
-	a, err := StartAgent(ctx, e.pool, &ToolModel{}, times, AgentConfig(q, o.MaxWorkers), e.logger)
+	a, err := StartAgent(ctx, e.pool, &ToolModel{}, times, e.agentConfig(q), e.logger)
 	if err != nil {
 		return ChainStats{}, usage{}, nil, err
 	}
@@ -205,7 +205,7 @@ func (e *env) spawn(ctx context.Context, r *Report) error {
 	o.Progress(fmt.Sprintf("spawn and resume: %d trees of a root and %d sub-agents, then %d River inserts", n, TreeKids, o.Samples))
 	gates := NewParkGates(n)
 	times := NewStepTimes(gates.Committed)
-	a, err := StartAgent(ctx, e.pool, &TreeModel{Gates: gates}, times, AgentConfig(e.queue("trees"), o.MaxWorkers), e.logger)
+	a, err := StartAgent(ctx, e.pool, &TreeModel{Gates: gates}, times, e.agentConfig(e.queue("trees")), e.logger)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,9 @@ type Options struct {
 	MaxWorkers int
 	// Pool is the size of the bench's pool.
 	Pool int32
+	// StepTimeout is the agents' jobs.Config.StepTimeout (GB_STEP_TIMEOUT;
+	// jobs' default when 0).
+	StepTimeout time.Duration
 	// PostgresPID names the postmaster of a local cluster; 0 finds it.
 	PostgresPID int
 	// Wake measures the message wake (MeasureWake when nil).
@@ -83,8 +86,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("steps must be 2 to %d (a run's last step writes its report)", jobs.MaxMaxSteps)
 	case o.Samples < 1:
 		return errors.New("samples must be at least 1")
-	case o.Trees < 0 || o.ModelLatency < 0:
-		return errors.New("trees and model latency must not be negative")
+	case o.Trees < 0 || o.ModelLatency < 0 || o.StepTimeout < 0:
+		return errors.New("trees, model latency and step timeout must not be negative")
 	case o.MaxWorkers < 1 || o.Pool < 0:
 		return errors.New("max workers must be at least 1, and the pool not negative")
 	}
@@ -162,5 +165,6 @@ func (e *env) notes() []string {
 		"spawn and resume: trees of a root that spawns 3 sub-agents and waits, one tree at a time; the baseline is a River job",
 		"  inserted alone, from the insert to its start.",
 		"wake: send to a receiver blocked on its inbox (the Postgres messenger), beside a bare NOTIFY to a LISTEN connection.",
+		"Postgres CPU is the whole cluster's, whatever else runs on it meanwhile.",
 	}
 }

@@ -93,7 +93,7 @@ func (e *env) scaleRun(ctx context.Context) (scaleResult, error) {
 	o := e.o
 	times := NewStepTimes(nil)
 	model := &Latency{Model: &TreeModel{}, Delay: o.ModelLatency}
-	a, err := StartAgent(ctx, e.pool, model, times, AgentConfig(e.queue("scale"), o.MaxWorkers), e.logger)
+	a, err := StartAgent(ctx, e.pool, model, times, e.agentConfig(e.queue("scale")), e.logger)
 	if err != nil {
 		return scaleResult{}, err
 	}
