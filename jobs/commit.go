@@ -266,7 +266,7 @@ func newRecord(c *stepCommit, run *Run, env *toolEnv, msgs []llm.Message, more b
 	if err != nil {
 		return nil, err
 	}
-	states := stepStates(run.State, c.reply.ToolCalls, more)
+	states, at := stepStates(run.State, c.step, c.reply.ToolCalls, more)
 	state := run.State
 	if len(states) > 0 {
 		state = states[len(states)-1]
@@ -288,7 +288,7 @@ func newRecord(c *stepCommit, run *Run, env *toolEnv, msgs []llm.Message, more b
 	u, key := c.usage, keyOf(c.turn.job, c.step)
 	return &record{step: c.step, state: state, usage: u, args: []any{run.ID, c.step, state, b,
 		u.PromptTokens, u.CompletionTokens, u.CostUSD, states, key.job, key.attempt,
-		kinds, datas, inputIDs, sources, EventsChannel}}, nil
+		kinds, datas, inputIDs, sources, EventsChannel, at}}, nil
 }
 
 // apply brings run up to date with what the record wrote.
@@ -301,21 +301,20 @@ func (r *record) apply(run *Run) {
 	run.WaitNames, run.WaitCallID = nil, ""
 }
 
-// stepStates are the states a run goes through after its model call, from
-// state: the state of its tools, then thinking when the same job makes
-// the next step at once. A state equal to the one before is left out.
-func stepStates(state string, calls []llm.ToolCall, more bool) []string {
+// stepStates are the states a run goes through after the model call of
+// a step, from state, and the step each is recorded at: the state of its
+// tools, then thinking at the next step when the same job makes it at
+// once. A state equal to the one before is left out.
+func stepStates(state string, step int, calls []llm.ToolCall, more bool) ([]string, []int) {
 	var states []string
-	for _, s := range []string{toolsState(calls), StateThinking} {
-		if s == StateThinking && !more {
-			break
-		}
-		if s != state {
-			states = append(states, s)
-			state = s
-		}
+	var at []int
+	if s := toolsState(calls); s != state {
+		states, at, state = append(states, s), append(at, step), s
 	}
-	return states
+	if more && state != StateThinking {
+		states, at = append(states, StateThinking), append(at, step+1)
+	}
+	return states, at
 }
 
 // encodeEvents encodes events for insertEventsSQL.

@@ -57,3 +57,6 @@ func (a *Agent) RunToolForTest(ctx context.Context, runID int64, name, args stri
 	})
 	return out, err
 }
+
+// Stopping reports whether Stop was called and has not returned.
+func (a *Agent) Stopping() bool { return a.stopping.Load() }

@@ -45,7 +45,7 @@ const lockRootSQL = `SELECT id FROM gb_agent_research_runs WHERE id = $1 FOR UPD
 // the step before it and still going (not ended, not parked, not deleted):
 // it marks the run at that step, in the state it is left in ($3), with the
 // call's usage added; it inserts the step's messages, the states it went
-// through ($8, in order), the call's row in the ledger (job $9, attempt
+// through ($8, in order, each at the step of $16), the call's row in the ledger (job $9, attempt
 // $10), its events ($11 and $12, in order), the sources its tools read
 // ($14, a JSON array), and marks the messages it delivered ($13) read. It
 // returns whether it recorded the step, and queues a NOTIFY for the tree
@@ -63,7 +63,7 @@ const recordStepSQL = `WITH run AS (
 		SELECT id, $2, $4, $5, $6, $7 FROM run),
 	states AS (
 		INSERT INTO gb_agent_research_states (run_id, state, step)
-		SELECT run.id, u.s, $2 FROM run, unnest($8::text[]) WITH ORDINALITY AS u(s, o) ORDER BY u.o),
+		SELECT run.id, u.s, u.n FROM run, unnest($8::text[], $16::int[]) WITH ORDINALITY AS u(s, n, o) ORDER BY u.o),
 	call AS (
 		INSERT INTO gb_model_calls (job_id, attempt, step, run_id, root_id, status, prompt_tokens, completion_tokens,
 			cost_usd, committed)
