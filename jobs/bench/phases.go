@@ -118,7 +118,7 @@ func (e *env) stepRows(r *Report, gb, rv *phase) {
 	r.add(RowTripsGB, trips(gb.use, KindGB), trips(rv.use, KindGB), "for River, the hop worker's own (none but begin and commit)")
 	r.add(RowTripsTx, trips(gb.use, KindTx), trips(rv.use, KindTx), "whoever sent them")
 	r.add(RowCommits, count(float64(gb.use.trips.Commits())/float64(n), 2),
-		count(float64(rv.use.trips.Commits())/float64(n), 2), "a River hop")
+		count(float64(rv.use.trips.Commits())/float64(n), 2), "a River hop: COMMITs, and writes sent outside a transaction")
 	hop := "a hop's commit -> the next hop's start"
 	r.add(RowPickup50, pct(gb.pickup, .5, "n/a (no step was queued)"), dur(Pct(rv.pickup, .5)), hop)
 	r.add(RowPickup99, pct(gb.pickup, .99, "n/a (no step was queued)"), dur(Pct(rv.pickup, .99)), hop)

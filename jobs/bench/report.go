@@ -97,9 +97,14 @@ func (r *Report) Print(w io.Writer, verbose bool) error {
 	}
 	if verbose {
 		for _, p := range r.Statements {
-			fmt.Fprintf(&b, "\n%s: round trips per step by statement (%d steps)\n", p.Phase, p.Steps)
+			fmt.Fprintf(&b, "\n%s: round trips per step by statement (%d steps; commit: a write outside a transaction)\n",
+				p.Phase, p.Steps)
 			for _, s := range p.Top {
-				fmt.Fprintf(&b, "  %7.2f  %-5s  %s\n", float64(s.Count)/float64(max(p.Steps, 1)), s.Kind, s.Text)
+				own := ""
+				if s.Alone {
+					own = "commit"
+				}
+				fmt.Fprintf(&b, "  %7.2f  %-5s  %-6s  %s\n", float64(s.Count)/float64(max(p.Steps, 1)), s.Kind, own, s.Text)
 			}
 		}
 	}

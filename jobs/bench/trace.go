@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -25,7 +26,9 @@ const (
 // (pgx's QueryTracer, BatchTracer and CopyFromTracer): a query, an Exec
 // (begin and commit included), a batch and a CopyFrom are one round trip
 // each. It tells River's statements from the others by River's "-- name: "
-// comment, and counts commits. It is safe for concurrent use.
+// comment, and counts commits: COMMIT statements, and writes sent outside
+// a transaction, which Postgres commits on their own. It is safe for
+// concurrent use.
 type Tracer struct {
 	mu    sync.Mutex
 	stmts map[Statement]int64
@@ -37,6 +40,19 @@ type Statement struct {
 	Kind string
 	// Text is River's query name, or the statement on one line, cut.
 	Text string
+	// Alone is true for a statement (or batch) that writes, sent outside
+	// a transaction: Postgres commits it on its own.
+	Alone bool
+}
+
+// writes matches the SQL of a statement that may write: it commits like a
+// transaction when it runs outside one.
+var writes = regexp.MustCompile(`(?i)\b(insert\s+into|update|delete\s+from|merge\s+into|pg_notify|nextval|setval)\b`)
+
+// alone says whether conn is outside a transaction, so that a statement
+// that writes commits on its own.
+func alone(conn *pgx.Conn, sql string) bool {
+	return conn != nil && conn.PgConn().TxStatus() == 'I' && writes.MatchString(sql)
 }
 
 // NewTracer returns a Tracer with nothing counted.
@@ -56,20 +72,26 @@ func (t *Tracer) count(s Statement) {
 }
 
 // TraceQueryStart counts a query or an Exec.
-func (t *Tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	t.count(classify(d.SQL))
+func (t *Tracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	s := classify(d.SQL)
+	s.Alone = s.Kind != KindTx && alone(conn, d.SQL)
+	t.count(s)
 	return ctx
 }
 
 // TraceQueryEnd does nothing.
 func (t *Tracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// TraceBatchStart counts a batch, one round trip, by its first statement.
-func (t *Tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+// TraceBatchStart counts a batch, one round trip, by its first statement;
+// outside a transaction it is one (an implicit one).
+func (t *Tracer) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	s := Statement{Kind: KindGB, Text: "batch"}
 	if d.Batch != nil && len(d.Batch.QueuedQueries) > 0 {
 		first := classify(d.Batch.QueuedQueries[0].SQL)
 		s = Statement{Kind: first.Kind, Text: "batch: " + first.Text}
+		for _, q := range d.Batch.QueuedQueries {
+			s.Alone = s.Alone || alone(conn, q.SQL)
+		}
 	}
 	t.count(s)
 	return ctx
@@ -82,13 +104,13 @@ func (t *Tracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQuery
 func (t *Tracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // TraceCopyFromStart counts a CopyFrom; one into a river_ table is River's.
-func (t *Tracer) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+func (t *Tracer) TraceCopyFromStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
 	table := d.TableName.Sanitize()
 	kind := KindGB
-	if strings.HasPrefix(strings.Trim(d.TableName[len(d.TableName)-1], `"`), "river_") {
+	if n := len(d.TableName); n > 0 && strings.HasPrefix(d.TableName[n-1], "river_") {
 		kind = KindRiver
 	}
-	t.count(Statement{Kind: kind, Text: "copy into " + table})
+	t.count(Statement{Kind: kind, Text: "copy into " + table, Alone: conn != nil && conn.PgConn().TxStatus() == 'I'})
 	return ctx
 }
 
@@ -172,11 +194,12 @@ func (c TraceCounts) RoundTrips() int64 {
 	return n
 }
 
-// Commits counts the commit statements.
+// Commits counts the commits: COMMIT statements, and the statements and
+// batches that write outside a transaction.
 func (c TraceCounts) Commits() int64 {
 	var n int64
 	for k, v := range c {
-		if k.Kind == KindTx && (strings.HasPrefix(k.Text, "commit") || k.Text == "end") {
+		if k.Alone || k.Kind == KindTx && (strings.HasPrefix(k.Text, "commit") || k.Text == "end") {
 			n += v
 		}
 	}
