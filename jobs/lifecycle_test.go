@@ -345,7 +345,7 @@ func TestDeleteWakesAWaitingReaderAndLeavesNoOrphans(t *testing.T) {
 	model := &scriptModel{fn: func(ctx context.Context, req llm.Request) (llm.Message, error) {
 		switch topic(req) {
 		case "listen":
-			if turns(req) <= 1 { // woken by the talker, then waits again
+			if turns(req) <= 1 { // reads the talker's word (at once or woken by it), then parks again
 				return llm.Message{ToolCalls: []llm.ToolCall{toolCall("read_messages", `{"wait_seconds":60}`)}}, nil
 			}
 			<-ctx.Done()
@@ -370,9 +370,9 @@ func TestDeleteWakesAWaitingReaderAndLeavesNoOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the listener to wait on its inbox", func() bool {
+	waitFor(t, 20*time.Second, "the listener to park on its inbox", func() bool {
 		var n int
-		_ = pool.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_runs WHERE name = 'listener' AND steps = 1 AND state = 'waiting'`).Scan(&n)
+		_ = pool.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_runs WHERE name = 'listener' AND steps = 2 AND status = 'waiting'`).Scan(&n)
 		return n == 1
 	})
 	started := time.Now()
