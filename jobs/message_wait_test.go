@@ -15,6 +15,7 @@ import (
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/llm"
+	"github.com/gbresearch/gb/messenger"
 )
 
 // These tests park a sub-agent on read_messages with a wait longer than a
@@ -527,13 +528,16 @@ func TestParkedReaderThatLostItsWakeJobIsRepaired(t *testing.T) {
 	}
 	late, early := spawn("late"), spawn("early")
 	// Both parked on read_messages, one past its deadline, and neither has
-	// a job left.
+	// a job left but a wake job of an earlier wait.
 	for _, q := range []string{
 		`UPDATE gb_agent_research_runs SET status = 'waiting', state = 'waiting', steps = 1, wait_call_id = 'c1',
 			wait_kind = 'messages', wait_until = now() - interval '1 second' WHERE id = $1 AND $2::bigint > 0`,
 		`UPDATE gb_agent_research_runs SET status = 'waiting', state = 'waiting', steps = 1, wait_call_id = 'c1',
 			wait_kind = 'messages', wait_until = now() + interval '1 hour' WHERE id = $2 AND $1::bigint > 0`,
 		`DELETE FROM river_job WHERE $1::bigint > 0 AND $2::bigint > 0`,
+		`INSERT INTO river_job (args, kind, queue, state, scheduled_at)
+			SELECT jsonb_build_object('run_id', $2::bigint, 'step', 0, 'call_id', 'c0'), '` + wakeKind + `', 'default',
+				'scheduled', now() + interval '1 hour' WHERE $1::bigint > 0`,
 	} {
 		if _, err := b.pool.Exec(ctx, q, late.ID, early.ID); err != nil {
 			t.Fatal(err)
@@ -552,7 +556,7 @@ func TestParkedReaderThatLostItsWakeJobIsRepaired(t *testing.T) {
 	if r, _ := jobs.GetRun(ctx, b.pool, early.ID); r.Status != jobs.StatusWaiting {
 		t.Errorf("the reader before its deadline is %s", r.Status)
 	}
-	if got := jobsFor(t, b.pool, early.ID, wakeKind, 0); len(got) != 1 || got[0] != "scheduled" {
+	if got := jobsFor(t, b.pool, early.ID, wakeKind, 1); len(got) != 1 || got[0] != "scheduled" {
 		t.Errorf("the waiting reader's wake jobs %v", got)
 	}
 	for _, id := range []int64{late.ID, early.ID} {
@@ -562,5 +566,54 @@ func TestParkedReaderThatLostItsWakeJobIsRepaired(t *testing.T) {
 	}
 	if res, err = b.agent.Maintain(ctx, jobs.MaintainParams{}); err != nil || res.Resumed != 0 || res.Repaired != 0 {
 		t.Fatalf("second maintain repaired again: %+v %v", res, err)
+	}
+}
+
+// With a messenger that keeps its messages outside Postgres, a long wait
+// blocks in the step as before: nothing parks.
+func TestMemoryMessengerReaderBlocksInsteadOfParking(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.NewPool(t)
+	var mu sync.Mutex
+	var result string
+	wait := int(jobs.MaxBlockingWait/time.Second) + 1
+	model := &scriptModel{fn: func(ctx context.Context, req llm.Request) (llm.Message, error) {
+		switch topic(req) {
+		case "listen":
+			last := lastToolResult(req)
+			if turns(req) == 0 || (last == "No new messages." && turns(req) < 5) {
+				return readCall(wait), nil
+			}
+			mu.Lock()
+			result = last
+			mu.Unlock()
+			return llm.Message{Content: "heard it"}, nil
+		case "talk":
+			if turns(req) == 0 {
+				return llm.Message{ToolCalls: []llm.ToolCall{toolCall("send_message", `{"to":"listener","text":"hello"}`)}}, nil
+			}
+			return llm.Message{Content: "said it"}, nil
+		}
+		return rootTurn(req, spawnCall("listener", "listen"), spawnCall("talker", "talk"))
+	}}
+	b := setupOn(t, pool, setupOpts{model: model, msgr: messenger.Detach(messenger.NewChanMessenger())})
+	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitEnded(t, pool, root.ID, 30*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("root %s %q", done.Status, done.Error)
+	}
+	listener := childNamed(t, pool, root.ID, "listener")
+	mu.Lock()
+	if !strings.HasPrefix(result, "From talker (run ") || !strings.HasSuffix(result, "): hello") {
+		t.Errorf("the listener read %q", result)
+	}
+	mu.Unlock()
+	if n := countEvents(t, pool, listener.ID, jobs.EventWaiting); n != 0 {
+		t.Errorf("the reader parked %d times on the in-memory messenger", n)
+	}
+	if got := jobsFor(t, pool, listener.ID, wakeKind, 0); len(got) != 0 {
+		t.Errorf("wake jobs %v, want none", got)
 	}
 }

@@ -175,9 +175,12 @@ func (a *Agent) endLost(ctx context.Context, tx pgx.Tx, id int64, msg string, re
 	return addEvent(ctx, tx, run, EventRepaired, map[string]any{"action": "ended", "why": msg})
 }
 
-// unfinishedWakeSQL is true when the run r has a wake job not finalized.
+// unfinishedWakeSQL is true when the run r has a wake job not finalized
+// for the call it is parked on (a job left from an earlier wait does not
+// count: it would find that wait over).
 const unfinishedWakeSQL = `EXISTS (SELECT 1 FROM river_job j
-	WHERE j.args @> jsonb_build_object('run_id', r.id) AND j.kind = '` + MessageWakeKind + `' AND j.finalized_at IS NULL)`
+	WHERE j.args @> jsonb_build_object('run_id', r.id, 'step', r.steps, 'call_id', r.wait_call_id)
+	  AND j.kind = '` + MessageWakeKind + `' AND j.finalized_at IS NULL)`
 
 // reconcileReaders repairs the readers parked on read_messages that have
 // no unfinished wake job (River discarded it, an operator deleted it): one
