@@ -217,6 +217,7 @@ func New(d Deps) (*Agent, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})
 	river.AddWorker(workers, &timeoutWorker{agent: a})
+	addWakeWorker(workers, a)
 	a.models = []llm.Model{d.Model}
 	for _, m := range d.Models {
 		if a.modelNamed(m.Name()) == nil {
