@@ -128,6 +128,17 @@ func (e *env) stepRows(r *Report, gb, rv *phase) {
 		PhaseStatements{tripsPhaseRv, n, rv.use.trips.Top(20)})
 }
 
+// negatives counts the samples below 0.
+func negatives(ds []time.Duration) int {
+	n := 0
+	for _, d := range ds {
+		if d < 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // pct is the p-th percentile of ds, or none when ds is empty.
 func pct(ds []time.Duration, p float64, none string) Cell {
 	if len(ds) == 0 {
@@ -228,6 +239,10 @@ func (e *env) spawn(ctx context.Context, r *Report) error {
 	ping, err := InsertToStart(ctx, e.pool, e.river("inserts"), o.Samples, 10*time.Millisecond)
 	if err != nil {
 		return err
+	}
+	if n := negatives(spawned) + negatives(resumed) + negatives(ping); n > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d spawn, resume or insert samples are negative: a commit's time is taken by its "+
+			"goroutine once the commit returns, and under load the job it inserted can start first.", n))
 	}
 	alone := fmt.Sprintf("a River job inserted alone: insert -> start (%d, 10ms apart)", o.Samples)
 	r.add(RowSpawn50, dur(Pct(spawned, .5)), dur(Pct(ping, .5)), alone)
