@@ -92,6 +92,9 @@ func (r *Report) Print(w io.Writer, verbose bool) error {
 		}
 		b.WriteString("  " + l[4] + "\n")
 	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n")
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "%s\n", n)
 	}

@@ -156,7 +156,6 @@ func (e *env) title() string {
 // notes explain how the figures were measured.
 func (e *env) notes() []string {
 	return []string{
-		"",
 		"steps: a zero-latency scripted model searches once a step (a search that finds nothing) and writes its report on the last;",
 		"  River: a worker inserts the next hop and completes its job in one transaction. CPU and round trips are per step or hop,",
 		"  from the first insert to the last commit; round trips are counted by a pgx tracer on the bench's pool (a batch is one).",
