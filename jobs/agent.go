@@ -87,6 +87,10 @@ type Config struct {
 	// Queue is the River queue of the agent's jobs (river.QueueDefault);
 	// a benchmark sharing a database with live workers uses its own.
 	Queue string
+	// Guest makes a working agent leave the database's upkeep to others:
+	// it runs no maintenance pass and takes no part in River's leader
+	// election (a benchmark beside live workers).
+	Guest bool
 }
 
 func (c Config) withDefaults() Config {
@@ -238,6 +242,8 @@ func New(d Deps) (*Agent, error) {
 		FetchCooldown:        cfg.FetchCooldown,
 		FetchPollInterval:    cfg.FetchPollInterval,
 		Logger:               a.logger.With("component", "river"),
+		// A guest may work beside clients that know other job kinds.
+		LeaderElectionDisabled: cfg.Guest,
 	}
 	if d.Work {
 		rc.Queues = map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers}}

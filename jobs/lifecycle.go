@@ -21,8 +21,8 @@ type working struct {
 	done       chan struct{}
 }
 
-// begin takes the liveness lock and starts the maintenance loop; it must
-// come before the River client starts.
+// begin takes the liveness lock and starts the maintenance loop (unless
+// the agent is a guest); it must come before the River client starts.
 func (a *Agent) begin(ctx context.Context) error {
 	live, err := a.holdLiveness(ctx)
 	if err != nil {
@@ -30,7 +30,11 @@ func (a *Agent) begin(ctx context.Context) error {
 	}
 	mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w := &working{live: live, cancel: cancel, done: make(chan struct{})}
-	go a.maintainLoop(mctx, w.done)
+	if a.config.Guest {
+		close(w.done) // others maintain the database
+	} else {
+		go a.maintainLoop(mctx, w.done)
+	}
 	a.mu.Lock()
 	a.working = w
 	a.mu.Unlock()

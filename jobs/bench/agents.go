@@ -18,15 +18,12 @@ import (
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
-// maintainOff is a maintenance interval long enough that a bench agent
-// never runs the maintenance pass: on a database live workers share, the
-// pass would repair their runs into the bench's queue.
-const maintainOff = 100 * 365 * 24 * time.Hour
-
 // AgentConfig is an agent for a bench: its queue, its workers, and no
-// maintenance pass.
+// part in the database's upkeep (jobs.Config.Guest): on a database live
+// workers share, a maintenance pass would repair their runs into the
+// bench's queue.
 func AgentConfig(queue string, maxWorkers int) jobs.Config {
-	return jobs.Config{Queue: queue, MaxWorkers: maxWorkers, MaintainInterval: maintainOff}
+	return jobs.Config{Queue: queue, MaxWorkers: maxWorkers, Guest: true}
 }
 
 // StartAgent builds a working agent of model on pool and starts it.
