@@ -159,7 +159,7 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 		}
 		a.injectFault(FaultAfterTools)
 		next := outcomeOf(env, c.reply)
-		more = next == nextStep && a.continues(ctx, t)
+		more = next == nextStep && !spawns(c.reply.ToolCalls) && a.continues(ctx, t)
 		rec, err := newRecord(c, run, env, msgs, more)
 		if err != nil {
 			return err
@@ -229,6 +229,19 @@ func (a *Agent) follow(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs],
 		}
 	}
 	return completeJob(ctx, tx, job)
+}
+
+// spawns reports whether a step asked for sub-agents. Its job then hands
+// the run over rather than making the next step at once: the sub-agents'
+// jobs were queued first, and when workers are scarce they go ahead of
+// their parent's next step.
+func spawns(calls []llm.ToolCall) bool {
+	for _, c := range calls {
+		if c.Name == toolSpawnSubagent {
+			return true
+		}
+	}
+	return false
 }
 
 // continues reports whether the job that just made a step of its run makes

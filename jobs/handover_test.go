@@ -194,6 +194,8 @@ func (o *startOrder) name(id int64, name string) {
 // With one worker slot, the steps of a tree under way go ahead of the
 // first step of a tree that started later, even when they were queued
 // after it: tree A's sub-agents and its resume run before tree B's root.
+// A step that spawns hands its run over, so the sub-agents it queued go
+// ahead of their parent's next step.
 func TestTreesUnderWayGoFirst(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.NewPool(t)
@@ -232,7 +234,7 @@ func TestTreesUnderWayGoFirst(t *testing.T) {
 	order.mu.Lock()
 	got := strings.Join(order.steps, " ")
 	order.mu.Unlock()
-	if want := "A/1 A/2 A.one/1 A.two/1 A/3 B/1"; got != want {
+	if want := "A/1 A.one/1 A.two/1 A/2 A/3 B/1"; got != want {
 		t.Fatalf("steps started in the order %s; want %s", got, want)
 	}
 }
