@@ -49,7 +49,7 @@ func startStack(ctx context.Context, logger *slog.Logger, messages string) (*sta
 	if cfg.DatabaseURL == "" {
 		return nil, errors.New("DATABASE_URL is required locally; run: export DATABASE_URL=$(infra/pg.sh start)")
 	}
-	pool, err := db.Open(ctx, db.PoolConfig{URL: cfg.DatabaseURL, MaxConns: 60})
+	pool, err := openWorkingPool(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +95,7 @@ func startStack(ctx context.Context, logger *slog.Logger, messages string) (*sta
 		pool.Close()
 		return nil, err
 	}
+	// cfg.Agent() runs GB_MAX_WORKERS step jobs at once.
 	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(),
 		Fault: fault, Search: searcher, Fetch: fetcher, Types: cfg.Types, Models: models, Work: true})
 	if err == nil {
@@ -107,6 +108,13 @@ func startStack(ctx context.Context, logger *slog.Logger, messages string) (*sta
 	}
 	return &stack{pool: pool, listener: listener, agent: agent, logger: logger,
 		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger, Notifier: listener})}, nil
+}
+
+// openWorkingPool opens the pool of a process that works step jobs (gb
+// dev, gb worker, gb demo): GB_DB_POOL connections, which the local API of
+// gb dev shares.
+func openWorkingPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	return db.Open(ctx, db.PoolConfig{URL: cfg.DatabaseURL, MaxConns: cfg.DBPool})
 }
 
 // stop stops the worker, giving running steps a few seconds to commit.

@@ -549,3 +549,31 @@ func TestTemplateKMSDecrypt(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateSizesTheWorker: the worker's GB_MAX_WORKERS and GB_DB_POOL
+// come from parameters whose default and bounds are those of infra/config,
+// so a deploy refuses what the worker would refuse at start.
+func TestTemplateSizesTheWorker(t *testing.T) {
+	t.Parallel()
+	tpl := loadTemplate(t)
+	vars := dig(tpl.Resources["WorkerFunction"], "Properties", "Environment", "Variables")
+	for _, tc := range []struct {
+		env, param  string
+		def, lo, hi int
+	}{
+		{config.EnvMaxWorkers, "MaxWorkers", config.MaxWorkersDefault, config.MaxWorkersMin, config.MaxWorkersMax},
+		{config.EnvDBPool, "WorkerDatabasePool", config.DBPoolDefault, config.DBPoolMin, config.DBPoolMax},
+	} {
+		if got := dig(vars, tc.env); !jsonEqual(got, map[string]any{"Ref": tc.param}) {
+			t.Errorf("the worker's %s is %v, want the %s parameter", tc.env, got, tc.param)
+		}
+		p := dig(tpl.Parameters, tc.param)
+		want := map[string]any{"Type": "Number", "Default": strconv.Itoa(tc.def),
+			"MinValue": strconv.Itoa(tc.lo), "MaxValue": strconv.Itoa(tc.hi)}
+		for k, v := range want {
+			if got := dig(p, k); got != v {
+				t.Errorf("parameter %s: %s is %v, want %v (as %s in infra/config)", tc.param, k, got, v, tc.env)
+			}
+		}
+	}
+}

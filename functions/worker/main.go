@@ -19,8 +19,9 @@ import (
 
 func main() {
 	ctx := context.Background()
-	// A direct connection (no proxy); the pool is closed between invocations.
-	rt, err := gbaws.Setup(ctx, gbaws.SetupParams{AppName: "gb-worker", MaxConns: 20, ModelKey: true})
+	// A direct connection (no proxy) with GB_DB_POOL connections; the pool
+	// is closed between invocations.
+	rt, err := gbaws.Setup(ctx, gbaws.SetupParams{AppName: "gb-worker", Working: true, ModelKey: true})
 	if err != nil {
 		fatal(err)
 	}
@@ -36,7 +37,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	cfg := rt.Config.Agent()
+	cfg := rt.Config.Agent() // MaxWorkers is GB_MAX_WORKERS
 	// The message listener's one LISTEN connection lives only during an
 	// invocation: work.Worker starts it before River and stops it after.
 	listener := messenger.NewListener(rt.Pool, rt.Logger)

@@ -240,6 +240,37 @@ func TestSetupOpensThePoolWithSecretsAndName(t *testing.T) {
 	}
 }
 
+func TestSetupSizesTheWorkersPoolWithGBDBPool(t *testing.T) {
+	t.Parallel()
+	dbURL := dbtest.NewURL(t)
+	for _, tc := range []struct {
+		pool    string
+		working bool
+		want    int32
+	}{
+		{"", true, config.DBPoolDefault},
+		{"7", true, 7},
+		{"7", false, 2}, // the API, the scheduler and migrate keep MaxConns
+	} {
+		env := map[string]string{config.EnvDatabaseURL: dbURL, config.EnvDBPool: tc.pool}
+		rt, err := gbaws.Setup(context.Background(), gbaws.SetupParams{
+			Getenv: func(k string) string { return env[k] }, MaxConns: 2, Working: tc.working})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rt.Pool.Config().MaxConns
+		rt.Close()
+		if got != tc.want {
+			t.Errorf("GB_DB_POOL %q, working %v: pool of %d, want %d", tc.pool, tc.working, got, tc.want)
+		}
+	}
+	env := map[string]string{config.EnvDatabaseURL: dbURL, config.EnvDBPool: "1"}
+	_, err := gbaws.Setup(context.Background(), gbaws.SetupParams{Getenv: func(k string) string { return env[k] }, Working: true})
+	if err == nil || !strings.Contains(err.Error(), config.EnvDBPool+": 1 is out of range") {
+		t.Fatalf("GB_DB_POOL=1: %v", err)
+	}
+}
+
 func TestModelName(t *testing.T) {
 	t.Parallel()
 	if got := gbaws.ModelName(config.Config{Model: "gpt-x"}); got != offline.Name {

@@ -32,8 +32,13 @@ type SetupParams struct {
 	// connections (unless DATABASE_URL sets one), so that they can be told
 	// apart in pg_stat_activity: gb-api, gb-worker and so on.
 	AppName string
-	// MaxConns bounds the pool; 0 means db.MaxConnsDefault.
+	// MaxConns bounds the pool of a function that works no step jobs (the
+	// API, the scheduler, migrate); 0 means db.MaxConnsDefault. Working
+	// overrides it.
 	MaxConns int32
+	// Working marks the function that works step jobs (the worker): its
+	// pool has GB_DB_POOL connections (config.Config.DBPool).
+	Working bool
 	// ModelKey makes Setup read OPENAI_SECRET_ARN and GB_SEARCH_SECRET_ARN.
 	// Only the function that calls the model and the web (the worker)
 	// needs them, and only it may read them.
@@ -116,7 +121,7 @@ func Setup(ctx context.Context, p SetupParams) (*Runtime, error) {
 	appName := p.AppName
 	pool, err := db.Open(ctx, db.PoolConfig{
 		URL:      rt.Config.DatabaseURL,
-		MaxConns: p.MaxConns,
+		MaxConns: p.maxConns(cfg),
 		Proxy:    cfg.DatabaseProxy,
 		BeforeConnect: func(ctx context.Context, cc *pgx.ConnConfig) error {
 			if appName != "" && cc.RuntimeParams["application_name"] == "" {
@@ -136,6 +141,15 @@ func Setup(ctx context.Context, p SetupParams) (*Runtime, error) {
 		th.SetProbe(pool.Ping) // the outage ends when the pool reaches the database again
 	}
 	return rt, nil
+}
+
+// maxConns is the size of the function's pool: GB_DB_POOL for the worker,
+// MaxConns for the others.
+func (p SetupParams) maxConns(cfg config.Config) int32 {
+	if p.Working {
+		return cfg.DBPool
+	}
+	return p.MaxConns
 }
 
 // Close closes the pool.

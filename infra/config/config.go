@@ -51,6 +51,28 @@ const (
 	EnvMaxSubagents = "GB_MAX_SUBAGENTS"
 	// EnvAgentTypesDir is a directory of operators' sub-agent types.
 	EnvAgentTypesDir = "GB_AGENT_TYPES_DIR"
+	// EnvMaxWorkers is how many step jobs one working process runs at
+	// once (MaxWorkersMin to MaxWorkersMax).
+	EnvMaxWorkers = "GB_MAX_WORKERS"
+	// EnvDBPool is the size of a working process's database pool
+	// (DBPoolMin to DBPoolMax): the worker Lambda, gb worker and gb dev.
+	EnvDBPool = "GB_DB_POOL"
+)
+
+// Defaults and bounds of GB_MAX_WORKERS and GB_DB_POOL.
+const (
+	// MaxWorkersDefault is sized for I/O-bound steps: a step holds no
+	// connection during its model call, so many steps share a small pool.
+	MaxWorkersDefault = 1000
+	MaxWorkersMin     = 1
+	MaxWorkersMax     = 10000
+	// DBPoolDefault is a working process's pool size; the process also
+	// opens two connections outside it (the messenger's LISTEN and its
+	// liveness lock).
+	DBPoolDefault = 25
+	// DBPoolMin leaves River's LISTEN connection one to share with the steps.
+	DBPoolMin = 2
+	DBPoolMax = 1000
 )
 
 // Config is the service's settings.
@@ -85,6 +107,11 @@ type Config struct {
 	MaxSubagents *int
 	// Types is the registry of sub-agent types, with GB_AGENT_TYPES_DIR's.
 	Types *jobs.Types
+	// MaxWorkers is GB_MAX_WORKERS, MaxWorkersDefault when unset.
+	MaxWorkers int
+	// DBPool is GB_DB_POOL, DBPoolDefault when unset: the pool size of the
+	// processes that work step jobs.
+	DBPool int32
 }
 
 // Error is an invalid setting.
@@ -126,6 +153,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			*dst = d
 		}
 	}
+	errs = append(errs, c.readSizes(getenv)...)
 	boolVar(EnvDatabaseIAMAuth, &c.DatabaseIAMAuth)
 	boolVar(EnvDatabaseProxy, &c.DatabaseProxy)
 	durVar(EnvStepTimeout, &c.StepTimeout, time.Second, 15*time.Minute)
@@ -197,10 +225,47 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	return c, errors.Join(errs...)
 }
 
-// Agent returns the agent settings of the config.
+// intSetting reads a whole number setting from lo to hi, def when unset;
+// what says what it counts, for the error.
+func intSetting(getenv func(string) string, name string, def, lo, hi int, what string) (int, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	allowed := fmt.Sprintf("it must be %d to %d (%s, default %d)", lo, hi, what, def)
+	n, err := strconv.Atoi(v)
+	switch {
+	case errors.Is(err, strconv.ErrRange), err == nil && (n < lo || n > hi):
+		return def, &Error{name, fmt.Sprintf("%s is out of range; %s", v, allowed)}
+	case err != nil:
+		return def, &Error{name, fmt.Sprintf("%q is not a whole number; %s", v, allowed)}
+	}
+	return n, nil
+}
+
+// readSizes reads GB_MAX_WORKERS and GB_DB_POOL into c, their defaults
+// when unset, and returns what is wrong with them.
+func (c *Config) readSizes(getenv func(string) string) []error {
+	workers, werr := intSetting(getenv, EnvMaxWorkers, MaxWorkersDefault, MaxWorkersMin, MaxWorkersMax,
+		"step jobs one worker runs at once")
+	pool, perr := intSetting(getenv, EnvDBPool, DBPoolDefault, DBPoolMin, DBPoolMax,
+		"connections of a worker's database pool")
+	c.MaxWorkers, c.DBPool = workers, int32(pool)
+	var errs []error
+	for _, err := range []error{werr, perr} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// Agent returns the agent settings of the config, the working processes'
+// MaxWorkers included (the API's and the scheduler's River clients only
+// insert and ignore it).
 func (c Config) Agent() jobs.Config {
 	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens,
-		MaxSubagents: c.MaxSubagents}
+		MaxSubagents: c.MaxSubagents, MaxWorkers: c.MaxWorkers}
 }
 
 // NewWeb returns the web search provider and page fetcher the settings ask

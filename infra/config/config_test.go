@@ -127,3 +127,56 @@ func TestFromEnvReadsTheModelsAllowList(t *testing.T) {
 		t.Fatalf("models %v (%v), default %q", models, err, c.Model)
 	}
 }
+
+func TestFromEnvReadsTheWorkerSizes(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxWorkers != MaxWorkersDefault || c.DBPool != DBPoolDefault || c.Agent().MaxWorkers != MaxWorkersDefault {
+		t.Fatalf("defaults: workers %d (agent %d), pool %d", c.MaxWorkers, c.Agent().MaxWorkers, c.DBPool)
+	}
+	for _, tc := range []struct {
+		workers, pool string
+		want          int
+		wantPool      int32
+	}{
+		{"1", "2", 1, 2},
+		{"10000", "1000", 10000, 1000},
+		{"250", "40", 250, 40},
+	} {
+		c, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x", EnvMaxWorkers: tc.workers, EnvDBPool: tc.pool}))
+		if err != nil || c.MaxWorkers != tc.want || c.Agent().MaxWorkers != tc.want || c.DBPool != tc.wantPool {
+			t.Errorf("%s, %s: workers %d, pool %d, %v", tc.workers, tc.pool, c.MaxWorkers, c.DBPool, err)
+		}
+	}
+}
+
+func TestFromEnvRefusesBadWorkerSizes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, value, want string
+	}{
+		{EnvMaxWorkers, "0", "GB_MAX_WORKERS: 0 is out of range; it must be 1 to 10000"},
+		{EnvMaxWorkers, "10001", "GB_MAX_WORKERS: 10001 is out of range; it must be 1 to 10000"},
+		{EnvMaxWorkers, "-5", "GB_MAX_WORKERS: -5 is out of range"},
+		{EnvMaxWorkers, "many", `GB_MAX_WORKERS: "many" is not a whole number; it must be 1 to 10000`},
+		{EnvMaxWorkers, "2.5", `GB_MAX_WORKERS: "2.5" is not a whole number`},
+		{EnvDBPool, "1", "GB_DB_POOL: 1 is out of range; it must be 2 to 1000"},
+		{EnvDBPool, "1001", "GB_DB_POOL: 1001 is out of range; it must be 2 to 1000"},
+		{EnvDBPool, "99999999999", "GB_DB_POOL: 99999999999 is out of range; it must be 2 to 1000"},
+		{EnvDBPool, "99999999999999999999", "GB_DB_POOL: 99999999999999999999 is out of range"},
+		{EnvDBPool, " 25", `GB_DB_POOL: " 25" is not a whole number; it must be 2 to 1000`},
+	} {
+		_, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x", tc.name: tc.value}))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Var != tc.name || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s=%q: %v, want %q", tc.name, tc.value, err, tc.want)
+		}
+	}
+	_, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x", EnvMaxWorkers: "0", EnvDBPool: "0"}))
+	if err == nil || !strings.Contains(err.Error(), EnvMaxWorkers+":") || !strings.Contains(err.Error(), EnvDBPool+":") {
+		t.Errorf("both bad: %v", err)
+	}
+}
