@@ -8,19 +8,19 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// BenchmarkLatency measures, on one database, how long a message takes from
-// the send to a receiver that is blocked waiting for it, through the
-// Postgres messenger, a bare LISTEN/NOTIFY round trip, the in-memory
-// messenger and a receiver polling the table every 100ms; and how many
-// notifying commits the Postgres messenger makes per message. Each run takes
-// a fixed number of samples, whatever b.N; use -benchtime 1x.
+// BenchmarkLatency measures, on one database, how long a receiver that is
+// blocked waiting for a message takes to wake: through the Postgres
+// messenger (Wait) beside a bare LISTEN/NOTIFY round trip, both timed from
+// the send's COMMIT and interleaved by MeasureWake; then, timed from the
+// start of the send, the in-memory messenger and a receiver polling the
+// table every 100ms. It also counts how many notifying commits the
+// Postgres messenger makes per message. Each run takes a fixed number of
+// samples, whatever b.N; use -benchtime 1x.
 func BenchmarkLatency(b *testing.B) {
 	const samples, pollSamples = 200, 100
+	ctx := context.Background()
 	pool := testPool(b)
 	l := startListener(b, pool, nil)
 	p := NewPostgres(pool, l, PostgresConfig{})
@@ -29,11 +29,13 @@ func BenchmarkLatency(b *testing.B) {
 	var waitedNotifies, idleNotifies int64
 	for range b.N {
 		s0 := p.Stats()
-		pg = benchPostgres(b, p, samples)
+		var err error
+		if pg, raw, err = MeasureWake(ctx, p, 1, samples); err != nil {
+			b.Fatal(err)
+		}
 		s1 := p.Stats()
 		benchIdleSends(b, p, samples)
 		s2 := p.Stats()
-		raw = benchRawNotify(b, pool, samples)
 		mem = benchChan(b, samples)
 		poll = benchPoller(b, p, pollSamples)
 		waitedNotifies = s1.Notifies - s0.Notifies
@@ -42,18 +44,18 @@ func BenchmarkLatency(b *testing.B) {
 
 	rawP50, rawP99 := pct(raw, 50), pct(raw, 99)
 	var t strings.Builder
-	fmt.Fprintf(&t, "\n%-34s %8s %12s %12s %10s %10s\n", "send -> blocked receiver", "samples", "p50", "p99", "p50/raw", "p99/raw")
+	fmt.Fprintf(&t, "\n%-44s %8s %12s %12s %10s %10s\n", "blocked receiver wakes, timed from", "samples", "p50", "p99", "p50/raw", "p99/raw")
 	for _, r := range []struct {
 		name string
 		d    []time.Duration
 	}{
-		{"postgres messenger (LISTEN/NOTIFY)", pg},
-		{"raw LISTEN/NOTIFY round trip", raw},
-		{"in-memory messenger (channels)", mem},
-		{"poll the table every 100ms", poll},
+		{"COMMIT: postgres messenger (Wait)", pg},
+		{"COMMIT: raw LISTEN/NOTIFY round trip", raw},
+		{"send: in-memory messenger (channels)", mem},
+		{"send: poll the table every 100ms", poll},
 	} {
 		p50, p99 := pct(r.d, 50), pct(r.d, 99)
-		fmt.Fprintf(&t, "%-34s %8d %12v %12v %10.2f %10.2f\n", r.name, len(r.d),
+		fmt.Fprintf(&t, "%-44s %8d %12v %12v %10.2f %10.2f\n", r.name, len(r.d),
 			p50.Round(time.Microsecond), p99.Round(time.Microsecond),
 			float64(p50)/float64(rawP50), float64(p99)/float64(rawP99))
 	}
@@ -65,40 +67,11 @@ func BenchmarkLatency(b *testing.B) {
 	b.ReportMetric(float64(pct(pg, 50).Microseconds()), "pg-p50-us")
 	b.ReportMetric(float64(pct(pg, 99).Microseconds()), "pg-p99-us")
 	b.ReportMetric(float64(rawP50.Microseconds()), "raw-p50-us")
+	b.ReportMetric(float64(rawP99.Microseconds()), "raw-p99-us")
 	b.ReportMetric(float64(pct(pg, 50))/float64(rawP50), "pg/raw-p50")
 	b.ReportMetric(float64(pct(poll, 50))/float64(pct(pg, 50)), "poll/pg-p50")
 	b.ReportMetric(float64(waitedNotifies)/samples, "notifies/waited-msg")
 	b.ReportMetric(float64(idleNotifies)/samples, "notifies/idle-msg")
-}
-
-// benchPostgres sends n messages, each to a receiver already blocked in
-// Receive, and returns the send-to-return latencies.
-func benchPostgres(b *testing.B, p *Postgres, n int) []time.Duration {
-	ctx := context.Background()
-	blocked := blockedSignal(p)
-	defer func() { p.onWaiting = nil }()
-	if err := p.Open(ctx, 1); err != nil {
-		b.Fatal(err)
-	}
-	out := make([]time.Duration, 0, n)
-	for range n {
-		res := receiveAsync(p, ctx, 1, 10*time.Second)
-		select {
-		case <-blocked:
-		case <-time.After(5 * time.Second):
-			b.Fatal("the receiver never blocked")
-		}
-		start := time.Now()
-		if err := SendMessage(ctx, p, Message{To: 1, Text: "ping"}); err != nil {
-			b.Fatal(err)
-		}
-		r := <-res
-		if r.err != nil || len(r.msgs) != 1 {
-			b.Fatalf("got %v, %v", r.msgs, r.err)
-		}
-		out = append(out, r.at.Sub(start))
-	}
-	return out
 }
 
 // benchIdleSends sends n messages to an inbox nobody waits on.
@@ -117,49 +90,6 @@ func benchIdleSends(b *testing.B, p *Postgres, n int) {
 			}
 		}
 	}
-}
-
-// benchRawNotify measures NOTIFY on one plain connection until a second
-// one, blocked in LISTEN, gets it.
-func benchRawNotify(b *testing.B, pool *pgxpool.Pool, n int) []time.Duration {
-	ctx := context.Background()
-	cc := pool.Config().ConnConfig
-	listener, err := pgx.ConnectConfig(ctx, cc.Copy())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer listener.Close(ctx)
-	notifier, err := pgx.ConnectConfig(ctx, cc.Copy())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer notifier.Close(ctx)
-	if _, err := listener.Exec(ctx, "LISTEN gb_bench_raw"); err != nil {
-		b.Fatal(err)
-	}
-	got := make(chan time.Time)
-	lctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			if _, err := listener.WaitForNotification(lctx); err != nil {
-				return
-			}
-			got <- time.Now()
-		}
-	}()
-	defer func() { cancel(); <-done }()
-	out := make([]time.Duration, 0, n)
-	for range n {
-		time.Sleep(time.Millisecond) // let the listener block again
-		start := time.Now()
-		if _, err := notifier.Exec(ctx, "SELECT pg_notify('gb_bench_raw', '1')"); err != nil {
-			b.Fatal(err)
-		}
-		out = append(out, (<-got).Sub(start))
-	}
-	return out
 }
 
 // benchChan measures the in-memory messenger with a blocked receiver.

@@ -76,9 +76,13 @@ type waitKey struct {
 }
 
 // waiter is one blocked receiver; c holds at most one pending wake-up.
+// notified is set when a wake-up came from a notification carrying the
+// waiter's id, rather than from a (re)connection or an unreadable payload,
+// which only ask it to look again.
 type waiter struct {
-	key waitKey
-	c   chan struct{}
+	key      waitKey
+	c        chan struct{}
+	notified atomic.Bool
 }
 
 func (w *waiter) wake() {
@@ -86,6 +90,12 @@ func (w *waiter) wake() {
 	case w.c <- struct{}{}:
 	default:
 	}
+}
+
+// notify records that a notification named the waiter, then wakes it.
+func (w *waiter) notify() {
+	w.notified.Store(true)
+	w.wake()
 }
 
 // NewListener returns a stopped Listener whose connections are opened with
@@ -276,19 +286,30 @@ func (l *Listener) listenNew(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// connect opens a connection with the pool's settings (outside the pool,
-// so it never takes a pooled slot) and LISTENs on it.
-func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
+// dial opens a connection with the settings of pool, outside the pool, so
+// that it never takes a pooled slot.
+func dial(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	pc := l.pool.Config()
+	pc := pool.Config()
 	cc := pc.ConnConfig
 	if pc.BeforeConnect != nil {
 		if err := pc.BeforeConnect(ctx, cc); err != nil {
-			return nil, fmt.Errorf("preparing message listener connection: %w", err)
+			return nil, fmt.Errorf("preparing a listening connection: %w", err)
 		}
 	}
 	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("opening a listening connection: %w", err)
+	}
+	return conn, nil
+}
+
+// connect opens the Listener's connection and LISTENs on it.
+func (l *Listener) connect(ctx context.Context) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	conn, err := dial(ctx, l.pool)
 	if err != nil {
 		return nil, fmt.Errorf("connecting message listener: %w", err)
 	}
@@ -355,11 +376,12 @@ func (l *Listener) unregister(w *waiter) {
 	}
 }
 
+// wakeID tells the waiters on k that a notification named them.
 func (l *Listener) wakeID(k waitKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for w := range l.waiters[k] {
-		w.wake()
+		w.notify()
 	}
 }
 

@@ -153,7 +153,9 @@ func (p *Postgres) SendTx(ctx context.Context, tx pgx.Tx, params *SendParams) (M
 const lockInboxSQL = `SELECT 1 FROM gb_inboxes WHERE run_id = $1 FOR UPDATE`
 
 // sendSQL stores the message if the inbox exists and has room, and
-// notifies only when a receiver announced that it waits.
+// notifies only when a receiver announced that it waits. The notification
+// spends the lease: the receivers it wakes stop sleeping, so a later sender
+// has no one to wake until one of them announces a wait again.
 const sendSQL = `
 WITH inbox AS (
     SELECT coalesce(waiting_until > now(), false) AS waiting,
@@ -167,6 +169,9 @@ WITH inbox AS (
     RETURNING id
 ), woke AS (
     SELECT pg_notify($7, $1::bigint::text) FROM sent, inbox WHERE inbox.waiting
+), spent AS (
+    UPDATE gb_inboxes SET waiting_until = NULL
+    WHERE run_id = $1 AND EXISTS (SELECT 1 FROM sent) AND (SELECT waiting FROM inbox)
 )
 SELECT (SELECT unread FROM inbox), (SELECT id FROM sent), (SELECT count(*) FROM woke)`
 
@@ -213,13 +218,11 @@ func (p *Postgres) send(ctx context.Context, q querier, sp *SendParams) (Message
 // never get the same message. It fails with ErrNoInbox when the inbox is
 // missing. To wait first, call Wait outside the transaction.
 func (p *Postgres) ReceiveTx(ctx context.Context, tx pgx.Tx, id int64) ([]Message, error) {
-	return p.take(ctx, tx, id, nil)
+	return p.take(ctx, tx, id)
 }
 
 // takeSQL marks the unread messages read and returns them; rows locked by
-// another receiver are skipped, so each message is taken once. When $2 is
-// the lease this receiver set and it took something, the lease is dropped,
-// so later senders do not notify a receiver that no longer waits.
+// another receiver are skipped, so each message is taken once.
 const takeSQL = `
 WITH inbox AS (
     SELECT run_id FROM gb_inboxes WHERE run_id = $1
@@ -230,16 +233,13 @@ WITH inbox AS (
                  FOR UPDATE SKIP LOCKED)
       AND read_at IS NULL
     RETURNING id, from_id, from_name, to_id, text, sent_at, read_at
-), cleared AS (
-    UPDATE gb_inboxes SET waiting_until = NULL
-    WHERE run_id = $1 AND waiting_until = $2 AND EXISTS (SELECT 1 FROM taken)
 )
 SELECT EXISTS (SELECT 1 FROM inbox), t.id, t.from_id, t.from_name, t.to_id, t.text, t.sent_at, t.read_at
 FROM (VALUES (1)) AS one (x) LEFT JOIN taken AS t ON true
 ORDER BY t.id`
 
-func (p *Postgres) take(ctx context.Context, q querier, id int64, lease *time.Time) ([]Message, error) {
-	rows, err := q.Query(ctx, takeSQL, id, lease)
+func (p *Postgres) take(ctx context.Context, q querier, id int64) ([]Message, error) {
+	rows, err := q.Query(ctx, takeSQL, id)
 	if err != nil {
 		return nil, fmt.Errorf("receiving for run %d: %w", id, err)
 	}
