@@ -4,26 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/infra/config"
 	"github.com/gbresearch/gb/infra/db"
-	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/bench"
 )
-
-// Environment variables that size a working process, read by gb bench
-// as the defaults of --max-workers and --pool.
-const (
-	envMaxWorkers = "GB_MAX_WORKERS"
-	envDBPool     = "GB_DB_POOL"
-)
-
-// benchPoolDefault is the bench's pool size without --pool or GB_DB_POOL.
-const benchPoolDefault = 25
 
 func benchCmd() *cobra.Command {
 	var o bench.Options
@@ -47,17 +35,28 @@ its own, and deletes them when it ends, so it may run beside live workers.`,
   gb bench --trees 1000 --model-latency 1s --max-workers 1000 --pool 25`,
 		Args: args(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := benchSizes(cmd, &o); err != nil {
-				return err
+			workers, size, err := config.Sizes(os.Getenv)
+			if err != nil {
+				return usageErrorf("%w", err)
+			}
+			// Without flags, the bench's worker is sized as a live one.
+			if !cmd.Flags().Changed("max-workers") {
+				o.MaxWorkers = workers
+			}
+			if !cmd.Flags().Changed("pool") {
+				o.Pool = size
+			}
+			if o.MaxWorkers < 1 || o.Pool < 2 {
+				return usageErrorf("--max-workers must be at least 1 and --pool at least 2 (got %d and %d)", o.MaxWorkers, o.Pool)
+			}
+			if err := o.Validate(); err != nil {
+				return usageErrorf("%w; see gb bench --help", err)
 			}
 			cfg, err := config.FromEnv(os.Getenv)
 			if err != nil {
 				return err
 			}
 			o.StepTimeout = cfg.StepTimeout
-			if err := o.Validate(); err != nil {
-				return usageErrorf("%w; see gb bench --help", err)
-			}
 			pool, err := openDB(cmd.Context())
 			if err != nil {
 				return err
@@ -83,45 +82,11 @@ its own, and deletes them when it ends, so it may run beside live workers.`,
 	f.IntVar(&o.Samples, "samples", bench.SamplesDefault, "messages and River inserts timed; a tenth of it is the trees timing spawns")
 	f.IntVar(&o.Trees, "trees", 0, "trees of the scale run (0 skips it)")
 	f.DurationVar(&o.ModelLatency, "model-latency", time.Second, "latency of each model call in the scale run")
-	f.IntVar(&o.MaxWorkers, "max-workers", 0, "step jobs run at once (default "+envMaxWorkers+", else jobs' default)")
-	f.Int32Var(&o.Pool, "pool", 0, fmt.Sprintf("connections of the bench's pool (default %s, else %d)", envDBPool, benchPoolDefault))
+	f.IntVar(&o.MaxWorkers, "max-workers", 0, fmt.Sprintf("step jobs run at once (default %s, else %d)",
+		config.EnvMaxWorkers, config.MaxWorkersDefault))
+	f.Int32Var(&o.Pool, "pool", 0, fmt.Sprintf("connections of the bench's pool (default %s, else %d)",
+		config.EnvDBPool, config.DBPoolDefault))
 	f.IntVar(&o.PostgresPID, "pgpid", 0, "PID of the local postmaster (default: found from a backend's parent)")
 	f.BoolVar(&verbose, "verbose", false, "also print the statements of each phase, with whose they are")
 	return c
-}
-
-// benchSizes fills --max-workers and --pool from the environment when
-// they are not given.
-func benchSizes(cmd *cobra.Command, o *bench.Options) error {
-	if !cmd.Flags().Changed("max-workers") {
-		n, err := envInt(envMaxWorkers, jobs.MaxWorkersDefault)
-		if err != nil {
-			return err
-		}
-		o.MaxWorkers = n
-	}
-	if !cmd.Flags().Changed("pool") {
-		n, err := envInt(envDBPool, benchPoolDefault)
-		if err != nil {
-			return err
-		}
-		o.Pool = int32(n)
-	}
-	if o.MaxWorkers < 1 || o.Pool < 2 {
-		return usageErrorf("--max-workers must be at least 1 and --pool at least 2 (got %d and %d)", o.MaxWorkers, o.Pool)
-	}
-	return nil
-}
-
-// envInt reads a positive whole number from the environment, def when unset.
-func envInt(name string, def int) (int, error) {
-	v := os.Getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, usageErrorf("%s must be a positive whole number (got %q)", name, v)
-	}
-	return n, nil
 }

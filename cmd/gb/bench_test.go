@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/gbresearch/gb/infra/config"
 )
 
 // TestBenchUsageErrors checks that gb bench refuses sizes it cannot run
@@ -19,7 +21,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"bench", "--runs", "0"}, nil, "runs must be at least 1"},
 		{[]string{"bench", "--trees", "-1"}, nil, "must not be negative"},
 		{[]string{"bench", "--pool", "1"}, nil, "--pool at least 2"},
-		{[]string{"bench"}, map[string]string{envMaxWorkers: "many"}, "GB_MAX_WORKERS must be a positive whole number"},
+		{[]string{"bench"}, map[string]string{config.EnvMaxWorkers: "many"}, `GB_MAX_WORKERS: "many" is not a whole number`},
 		{[]string{"bench", "extra"}, nil, "takes no arguments"},
 	} {
 		for k, v := range c.env {

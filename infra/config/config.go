@@ -243,6 +243,15 @@ func intSetting(getenv func(string) string, name string, def, lo, hi int, what s
 	return n, nil
 }
 
+// Sizes reads GB_MAX_WORKERS and GB_DB_POOL alone, their defaults when
+// unset (gb bench sizes its worker as a live one without the rest of the
+// configuration).
+func Sizes(getenv func(string) string) (maxWorkers int, pool int32, err error) {
+	var c Config
+	err = errors.Join(c.readSizes(getenv)...)
+	return c.MaxWorkers, c.DBPool, err
+}
+
 // readSizes reads GB_MAX_WORKERS and GB_DB_POOL into c, their defaults
 // when unset, and returns what is wrong with them.
 func (c *Config) readSizes(getenv func(string) string) []error {
