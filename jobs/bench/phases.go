@@ -254,12 +254,12 @@ func (e *env) spawn(ctx context.Context, r *Report) error {
 
 // wake measures the message wake on the inbox of run inbox.
 func (e *env) wake(ctx context.Context, r *Report, inbox int64) error {
-	e.o.Progress(fmt.Sprintf("message wake: %d messages, then %d bare notifications", e.o.Samples, e.o.Samples))
+	e.o.Progress(fmt.Sprintf("message wake: %d messages and %d bare notifications, in turn", e.o.Samples, e.o.Samples))
 	msgr, raw, err := e.o.Wake(ctx, e.pool, inbox, e.o.Samples)
 	if err != nil {
 		return fmt.Errorf("message wake: %w", err)
 	}
-	bare := fmt.Sprintf("bare NOTIFY -> a LISTEN connection (%d)", len(raw))
+	bare := fmt.Sprintf("bare NOTIFY -> a LISTEN connection, from the commit (%d)", len(raw))
 	r.add(RowWake50, dur(Pct(msgr, .5)), dur(Pct(raw, .5)), bare)
 	r.add(RowWake99, dur(Pct(msgr, .99)), dur(Pct(raw, .99)), bare)
 	return nil

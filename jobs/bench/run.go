@@ -163,7 +163,8 @@ func (e *env) notes() []string {
 		"  next step in the same job: the same, when the job of the step went on with the next one.",
 		"spawn and resume: trees of a root that spawns 3 sub-agents and waits, one tree at a time; the baseline is a River job",
 		"  inserted alone, from the insert to its start.",
-		"wake: send to a receiver blocked on its inbox (the Postgres messenger), beside a bare NOTIFY to a LISTEN connection.",
+		"wake: from a send's commit until a receiver blocked on its inbox (the Postgres messenger) runs again, beside",
+		"  a bare NOTIFY's commit until a LISTEN connection gets it; the two take turns, sample by sample.",
 		"Postgres CPU is the whole cluster's, whatever else runs on it meanwhile.",
 	}
 }
