@@ -180,15 +180,18 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	if step == 1 {
 		prelude = append(prelude, llm.Message{Role: llm.RoleUser, Content: run.Topic})
 	}
-	prelude = append(prelude, t.inputs...)
-	inputIDs := slices.Clone(t.inputIDs)
+	var inputIDs []int64
 	if run.WaitCallID != "" {
+		// The answer to the call the run waited on comes first: a tool
+		// result must follow the assistant message that made the call.
 		msg, ids, err := a.resumeResult(ctx, a.pool, run)
 		if err != nil {
 			return false, err
 		}
-		prelude, inputIDs = append(prelude, msg), append(inputIDs, ids...)
+		prelude, inputIDs = append(prelude, msg), ids
 	}
+	prelude = append(prelude, t.inputs...)
+	inputIDs = append(inputIDs, t.inputIDs...)
 	key := keyOf(job, step)
 	last := step >= run.MaxSteps
 	conv := append(slices.Clip(t.history), prelude...)
