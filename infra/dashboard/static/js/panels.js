@@ -114,8 +114,8 @@ function detail(ev) {
     case 'step': return 'step ' + d.step + (d.tools && d.tools.length ? ' → ' + list(d.tools) : ' → answer') + ' · ' + fmtInt(d.tokens) + ' tokens';
     case 'tool': return 'step ' + d.step + ': ' + d.tool + (d.error ? ' (error)' : '');
     case 'message': return (d.from ? d.from + ' ' : '') + '→ ' + (d.to || '');
-    case 'waiting': return 'for ' + list(d.names);
-    case 'resumed': return '';
+    case 'waiting': return d.for === 'messages' ? 'for messages until ' + fmtTime(d.until) : 'for ' + list(d.names);
+    case 'resumed': return d.by ? 'by ' + d.by : '';
     case 'completed': return d.steps !== undefined ? d.steps + ' steps' : '';
     case 'failed': case 'cancelled': case 'budget_exhausted': return d.error || '';
     case 'repaired': return [d.action, d.why].filter(Boolean).join(': ');
