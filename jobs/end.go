@@ -107,8 +107,8 @@ func (a *Agent) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, self 
 // since it runs under the tree's lock.
 func (a *Agent) cancelJobsOf(ctx context.Context, tx pgx.Tx, kinds []string, runIDs []int64, self int64) error {
 	rows, err := tx.Query(ctx, `SELECT j.id FROM unnest($2::bigint[]) AS r(id)
-		CROSS JOIN LATERAL (SELECT id FROM river_job
-			WHERE args @> jsonb_build_object('run_id', r.id) AND kind = ANY($1) AND finalized_at IS NULL AND id <> $3) j`,
+		CROSS JOIN LATERAL (SELECT j.id FROM river_job j
+			WHERE `+runJobSQL("j", "r.id")+` AND j.kind = ANY($1) AND j.finalized_at IS NULL AND j.id <> $3) j`,
 		kinds, runIDs, self)
 	if err != nil {
 		return fmt.Errorf("error finding jobs to cancel: %w", err)

@@ -95,3 +95,14 @@ const recordStepSQL = `WITH run AS (
 const backdateJobSQL = `UPDATE river_job SET scheduled_at = t.created_at
 	FROM gb_agent_research_runs r JOIN gb_agent_research_runs t ON t.id = r.root_id
 	WHERE river_job.id = $1 AND r.id = $2 AND river_job.state = 'available' AND river_job.scheduled_at > t.created_at`
+
+// runJobSQL is the condition that the River job j (a table alias) is one
+// of the run whose id is the SQL expression id: its step, timeout and
+// wake jobs. It spells out the kinds so that the partial index
+// gb_river_job_run_idx (migration 012) serves it; River's GIN index on
+// args would read every job's entry for the key run_id.
+func runJobSQL(j, id string) string {
+	return "(" + j + ".args->>'run_id')::bigint = " + id + " AND " + j + ".kind IN ('" +
+		StepKind + "', '" + TimeoutKind + "', '" + MessageWakeKind + "')"
+}
+

@@ -25,8 +25,8 @@ const (
 )
 
 // unfinishedJobSQL is true when the run r has a step job not finalized.
-const unfinishedJobSQL = `EXISTS (SELECT 1 FROM river_job j
-	WHERE j.args @> jsonb_build_object('run_id', r.id) AND j.kind = '` + StepKind + `' AND j.finalized_at IS NULL)`
+var unfinishedJobSQL = `EXISTS (SELECT 1 FROM river_job j
+	WHERE ` + runJobSQL("j", "r.id") + ` AND j.kind = '` + StepKind + `' AND j.finalized_at IS NULL)`
 
 // reconcile repairs runs with no way forward: working or queued runs with
 // no unfinished job for longer than a step may take, parked parents whose
@@ -37,7 +37,7 @@ func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) e
 	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
 		WHERE r.status IN ('queued', 'working') AND NOT `+unfinishedJobSQL+`
 		  AND coalesce((SELECT max(j.finalized_at) FROM river_job j
-		                WHERE j.args @> jsonb_build_object('run_id', r.id) AND j.kind = $1), r.updated_at)
+		                WHERE `+runJobSQL("j", "r.id")+` AND j.kind = $1), r.updated_at)
 		      < now() - $2 * interval '1 millisecond'
 		ORDER BY r.id LIMIT $3`, StepKind, horizon, reconcileBatch)
 	if err != nil {
@@ -114,7 +114,7 @@ func (a *Agent) repairRun(ctx context.Context, tx pgx.Tx, id int64, res *Maintai
 	var state, lastErr string
 	var attempt, maxAttempts int
 	err = tx.QueryRow(ctx, `SELECT state::text, attempt, max_attempts, coalesce(errors[cardinality(errors)]->>'error', '')
-		FROM river_job WHERE args @> jsonb_build_object('run_id', $1::bigint) AND kind = $2 ORDER BY id DESC LIMIT 1`,
+		FROM river_job j WHERE `+runJobSQL("j", "$1::bigint")+` AND j.kind = $2 ORDER BY j.id DESC LIMIT 1`,
 		id, StepKind).Scan(&state, &attempt, &maxAttempts, &lastErr)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("error reading the last job of run %d: %w", id, err)
@@ -178,8 +178,8 @@ func (a *Agent) endLost(ctx context.Context, tx pgx.Tx, id int64, msg string, re
 // unfinishedWakeSQL is true when the run r has a wake job not finalized
 // for the call it is parked on (a job left from an earlier wait does not
 // count: it would find that wait over).
-const unfinishedWakeSQL = `EXISTS (SELECT 1 FROM river_job j
-	WHERE j.args @> jsonb_build_object('run_id', r.id, 'step', r.steps, 'call_id', r.wait_call_id)
+var unfinishedWakeSQL = `EXISTS (SELECT 1 FROM river_job j
+	WHERE ` + runJobSQL("j", "r.id") + ` AND (j.args->>'step')::int = r.steps AND j.args->>'call_id' = r.wait_call_id
 	  AND j.kind = '` + MessageWakeKind + `' AND j.finalized_at IS NULL)`
 
 // reconcileReaders repairs the readers parked on read_messages that have

@@ -10,7 +10,20 @@ ALTER TABLE gb_model_calls ADD PRIMARY KEY (job_id, attempt, step);
 -- with its root: the foreign key to the root only cost each insert a check.
 ALTER TABLE gb_agent_research_events DROP CONSTRAINT gb_agent_research_events_root_id_fkey;
 
+-- The jobs of a run, found by its id: a lookup through River's GIN index
+-- on args reads the posting list of the key run_id, which every job has,
+-- so it grew with the table. River's tables come from rivermigrate, which
+-- runs first.
+CREATE INDEX gb_river_job_run_idx ON river_job (((args->>'run_id')::bigint), id)
+    WHERE kind IN ('gb_step', 'gb_timeout', 'gb_message_wake');
+
+-- A run's row changes at every step: room on its page keeps the update HOT
+-- (no new index entries).
+ALTER TABLE gb_agent_research_runs SET (fillfactor = 70);
+
 -- +goose Down
+ALTER TABLE gb_agent_research_runs RESET (fillfactor);
+DROP INDEX gb_river_job_run_idx;
 ALTER TABLE gb_agent_research_events ADD CONSTRAINT gb_agent_research_events_root_id_fkey
     FOREIGN KEY (root_id) REFERENCES gb_agent_research_runs (id) ON DELETE CASCADE;
 -- Calls of later steps of one job attempt have no place in the old key.
