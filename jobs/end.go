@@ -16,7 +16,7 @@ import (
 // step that ends its own run, which completes itself; 0 when another ends
 // it.
 func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64) error {
-	if err := a.cancelDescendants(ctx, tx, run.ID, CancelledByParent); err != nil {
+	if err := a.cancelDescendants(ctx, tx, run, CancelledByParent); err != nil {
 		return err
 	}
 	report = strings.ReplaceAll(report, "\x00", "") // text columns refuse NUL
@@ -55,18 +55,17 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 }
 
 // cancelDescendants ends every descendant of a run that is still working,
-// deepest first so that no parent ends before its sub-agents.
-func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, runID int64, errText string) error {
-	victims, err := queryRuns(ctx, tx, `WITH RECURSIVE tree AS (
-			SELECT id, 1 AS level FROM gb_agent_research_runs WHERE parent_id = $1
-			UNION ALL
-			SELECT r.id, t.level + 1 FROM gb_agent_research_runs r JOIN tree t ON r.parent_id = t.id)
-		SELECT `+runColumns+` FROM gb_agent_research_runs
-		WHERE id IN (SELECT id FROM tree) AND status NOT IN ('succeeded', 'failed', 'timed_out')
-		ORDER BY depth DESC, id`, runID)
+// deepest first so that no parent ends before its sub-agents. It reads the
+// run's tree by its root (a tree is small) and walks the parent links
+// here: a recursive query over parent_id planned on a young table's stale
+// statistics scanned the whole index at every level.
+func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errText string) error {
+	tree, err := queryRuns(ctx, tx, "SELECT "+runColumns+` FROM gb_agent_research_runs WHERE root_id = $1
+		ORDER BY depth DESC, id`, run.RootID)
 	if err != nil {
 		return err
 	}
+	victims := descendants(tree, run.ID)
 	if len(victims) == 0 {
 		return nil
 	}
@@ -124,3 +123,30 @@ func (a *Agent) cancelJobsOf(ctx context.Context, tx pgx.Tx, kinds []string, run
 	}
 	return nil
 }
+
+// descendants are the runs of tree below the run id that have not ended,
+// in the order of tree.
+func descendants(tree []*Run, id int64) []*Run {
+	parent := make(map[int64]int64, len(tree))
+	for _, r := range tree {
+		if r.ParentID != nil {
+			parent[r.ID] = *r.ParentID
+		}
+	}
+	below := func(r *Run) bool {
+		for p, ok := parent[r.ID]; ok; p, ok = parent[p] {
+			if p == id {
+				return true
+			}
+		}
+		return false
+	}
+	var out []*Run
+	for _, r := range tree {
+		if !r.Ended() && below(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
