@@ -149,4 +149,3 @@ func descendants(tree []*Run, id int64) []*Run {
 	}
 	return out
 }
-

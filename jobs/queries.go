@@ -105,4 +105,3 @@ func runJobSQL(j, id string) string {
 	return "(" + j + ".args->>'run_id')::bigint = " + id + " AND " + j + ".kind IN ('" +
 		StepKind + "', '" + TimeoutKind + "', '" + MessageWakeKind + "')"
 }
-
