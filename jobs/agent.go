@@ -244,6 +244,7 @@ func New(d Deps) (*Agent, error) {
 		Logger:               a.logger.With("component", "river"),
 		// A guest may work beside clients that know other job kinds.
 		LeaderElectionDisabled: cfg.Guest,
+		Middleware:             []rivertype.Middleware{&treeOrder{}},
 	}
 	if d.Work {
 		rc.Queues = map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers}}
@@ -430,10 +431,13 @@ func interrupted(ctx context.Context) bool {
 }
 
 // StepArgs are the arguments of a step job: the run and the step number it
-// will make (1 for the first).
+// will make (1 for the first), and when the run's tree started.
 type StepArgs struct {
 	RunID int64 `json:"run_id"`
 	Step  int   `json:"step"`
+	// Tree is when the run's tree started: the job is queued at that time
+	// (treeOrder), so that River takes the steps of older trees first.
+	Tree time.Time `json:"tree,omitzero"`
 }
 
 // StepKind is the River job kind of a step.
@@ -447,15 +451,36 @@ func (StepArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: StepMaxAttempts}
 }
 
-// enqueueStep inserts the job of a run's next step in tx, ordered by its
-// tree's start (backdateJobSQL) so that trees under way finish first.
-func (a *Agent) enqueueStep(ctx context.Context, tx pgx.Tx, runID int64, step int) error {
-	res, err := a.river.InsertTx(ctx, tx, StepArgs{RunID: runID, Step: step}, &river.InsertOpts{Queue: a.config.Queue})
-	if err != nil {
+// enqueueStep inserts the job of a run's next step in tx, queued at its
+// tree's start (treeOrder).
+func (a *Agent) enqueueStep(ctx context.Context, tx pgx.Tx, run *Run, step int) error {
+	args := StepArgs{RunID: run.ID, Step: step, Tree: run.TreeStartedAt}
+	if _, err := a.river.InsertTx(ctx, tx, args, &river.InsertOpts{Queue: a.config.Queue}); err != nil {
 		return fmt.Errorf("error inserting step job: %w", err)
 	}
-	if _, err := tx.Exec(ctx, backdateJobSQL, res.Job.ID, runID); err != nil {
-		return fmt.Errorf("error ordering step job %d: %w", res.Job.ID, err)
-	}
 	return nil
+}
+
+// treeOrder is the insert middleware that queues a step job at its tree's
+// start. River takes available jobs by priority, then scheduled_at, so the
+// steps of trees under way go ahead of the first steps of newer trees and
+// trees finish in the order they began. The job stays available: a time
+// in the past does not make it wait.
+type treeOrder struct {
+	river.MiddlewareDefaults
+}
+
+// InsertMany implements rivertype.JobInsertMiddleware.
+func (treeOrder) InsertMany(ctx context.Context, many []*rivertype.JobInsertParams,
+	doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
+	now := time.Now()
+	for _, p := range many {
+		args, ok := p.Args.(StepArgs)
+		if !ok || args.Tree.IsZero() || !args.Tree.Before(now) || p.State != rivertype.JobStateAvailable {
+			continue
+		}
+		at := args.Tree
+		p.ScheduledAt = &at
+	}
+	return doInner(ctx)
 }

@@ -224,7 +224,7 @@ func (a *Agent) follow(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs],
 		if more {
 			return nil
 		}
-		if err := a.enqueueStep(ctx, tx, run.ID, run.Steps+1); err != nil {
+		if err := a.enqueueStep(ctx, tx, run, run.Steps+1); err != nil {
 			return err
 		}
 	}

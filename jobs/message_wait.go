@@ -200,7 +200,7 @@ func (a *Agent) resumeMessageWait(ctx context.Context, tx pgx.Tx, run *Run, by s
 			return err
 		}
 	}
-	return a.enqueueStep(ctx, tx, run.ID, step+1)
+	return a.enqueueStep(ctx, tx, run, step+1)
 }
 
 // messageWaitResult is read_messages' answer to a resumed message wait:

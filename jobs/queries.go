@@ -88,14 +88,6 @@ const recordStepSQL = `WITH run AS (
 		(SELECT count(pg_notify($15, w.root_id::text)) FROM gb_event_waiters w
 		 WHERE w.root_id = (SELECT root_id FROM run) AND w.waiting_until > now())`
 
-// backdateJobSQL orders a run's new step job by its tree's start: River
-// takes available jobs by priority, then scheduled_at, so the steps of a
-// tree already under way go ahead of the first steps of newer trees and
-// trees finish in the order they began.
-const backdateJobSQL = `UPDATE river_job SET scheduled_at = t.created_at
-	FROM gb_agent_research_runs r JOIN gb_agent_research_runs t ON t.id = r.root_id
-	WHERE river_job.id = $1 AND r.id = $2 AND river_job.state = 'available' AND river_job.scheduled_at > t.created_at`
-
 // runJobSQL is the condition that the River job j (a table alias) is one
 // of the run whose id is the SQL expression id: its step, timeout and
 // wake jobs. It spells out the kinds so that the partial index

@@ -131,7 +131,7 @@ func (a *Agent) repairRun(ctx context.Context, tx pgx.Tx, id int64, res *Maintai
 		why = "it had no step job"
 	}
 	a.logger.WarnContext(ctx, "repairing a run with no step job", "run_id", id, "step", run.Steps+1, "why", why)
-	if err := a.enqueueStep(ctx, tx, id, run.Steps+1); err != nil {
+	if err := a.enqueueStep(ctx, tx, run, run.Steps+1); err != nil {
 		return err
 	}
 	res.Repaired++

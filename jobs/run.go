@@ -88,9 +88,11 @@ type Run struct {
 	Report     string     `json:"report"`
 	Error      string     `json:"error"`
 	CreatedAt  time.Time  `json:"created_at"`
-	StartedAt  *time.Time `json:"started_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
-	EndedAt    *time.Time `json:"ended_at"`
+	// TreeStartedAt is when the run's tree started (its root's CreatedAt).
+	TreeStartedAt time.Time  `json:"-"`
+	StartedAt     *time.Time `json:"started_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	EndedAt       *time.Time `json:"ended_at"`
 }
 
 // Ended reports whether the run has finished, one way or the other.
@@ -115,7 +117,7 @@ const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic,
 	status, state, max_steps, steps, prompt_tokens, completion_tokens, tokens, cost_usd::float8,
 	max_cost_usd::float8, max_tokens, max_subagents, agent_type, deadline, wait_names, wait_call_id,
 	wait_kind, wait_until, wait_read_to, report, error,
-	created_at, started_at, updated_at, ended_at`
+	created_at, started_at, updated_at, ended_at, tree_started_at`
 
 func scanRun(row pgx.Row) (*Run, error) {
 	var r Run
@@ -124,7 +126,7 @@ func scanRun(row pgx.Row) (*Run, error) {
 		&r.PromptTokens, &r.CompletionTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
 		&r.MaxSubagents, &r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID,
 		&r.WaitKind, &r.WaitUntil, &r.WaitReadTo, &r.Report, &r.Error,
-		&r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt)
+		&r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt, &r.TreeStartedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -159,7 +159,7 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		if err := addEvent(ctx, tx, run, EventQueued, map[string]any{"topic": oneLine(run.Topic, 200)}); err != nil {
 			return err
 		}
-		return a.enqueueStep(ctx, tx, run.ID, 1)
+		return a.enqueueStep(ctx, tx, run, 1)
 	})
 	if err != nil {
 		return nil, false, err

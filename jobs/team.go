@@ -124,10 +124,10 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 	}
 	child, err := scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs
 			(user_id, parent_id, root_id, depth, name, reason, topic, model, dataset, max_steps, agent_type, deadline,
-			 max_subagents)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING `+runColumns,
+			 max_subagents, tree_started_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+runColumns,
 		parent.UserID, parent.ID, parent.RootID, parent.Depth+1, p.Name, p.Reason, p.Task,
-		model, parent.Dataset, min(p.MaxSteps, at.MaxSteps), at.Name, deadline, parent.MaxSubagents))
+		model, parent.Dataset, min(p.MaxSteps, at.MaxSteps), at.Name, deadline, parent.MaxSubagents, parent.TreeStartedAt))
 	if err != nil {
 		return nil, fmt.Errorf("error inserting sub-agent: %w", err)
 	}
@@ -139,7 +139,7 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 	if err := a.openInbox(ctx, tx, child.ID); err != nil {
 		return nil, err
 	}
-	if err := a.enqueueStep(ctx, tx, child.ID, 1); err != nil {
+	if err := a.enqueueStep(ctx, tx, child, 1); err != nil {
 		return nil, err
 	}
 	if err := addEvent(ctx, tx, child, EventSpawned, map[string]any{"name": child.Name, "reason": child.Reason}); err != nil {
@@ -302,7 +302,7 @@ func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) erro
 	if err := addEvent(ctx, tx, parent, EventResumed, nil); err != nil {
 		return err
 	}
-	return a.enqueueStep(ctx, tx, parent.ID, parent.Steps+1)
+	return a.enqueueStep(ctx, tx, parent, parent.Steps+1)
 }
 
 // oneLine joins s's whitespace and cuts it to at most n characters.

@@ -21,7 +21,14 @@ CREATE INDEX gb_river_job_run_idx ON river_job (((args->>'run_id')::bigint), id)
 -- (no new index entries).
 ALTER TABLE gb_agent_research_runs SET (fillfactor = 70);
 
+-- When a run's tree started: its step jobs are queued at that time, so
+-- that under load the steps of older trees go first.
+ALTER TABLE gb_agent_research_runs ADD COLUMN tree_started_at timestamptz NOT NULL DEFAULT now();
+UPDATE gb_agent_research_runs r SET tree_started_at = t.created_at
+    FROM gb_agent_research_runs t WHERE t.id = r.root_id;
+
 -- +goose Down
+ALTER TABLE gb_agent_research_runs DROP COLUMN tree_started_at;
 ALTER TABLE gb_agent_research_runs RESET (fillfactor);
 DROP INDEX gb_river_job_run_idx;
 ALTER TABLE gb_agent_research_events ADD CONSTRAINT gb_agent_research_events_root_id_fkey
