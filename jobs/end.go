@@ -27,24 +27,25 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 	case StatusTimedOut:
 		state, kind = StateTimedOut, EventTimedOut
 	}
-	_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs
+	// The run's end, its state and its event go in one round trip.
+	ev, err := eventArgs(run, kind, map[string]any{"error": errText, "steps": run.Steps})
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`UPDATE gb_agent_research_runs
 		SET status = $2, state = $3, report = $4, error = $5, ended_at = clock_timestamp(), updated_at = now(),
 		    wait_names = '{}', wait_call_id = '', wait_until = NULL
 		WHERE id = $1`, run.ID, status, state, report, errText)
-	if err != nil {
+	b.Queue(`INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, $2, $3)`, run.ID, state, run.Steps)
+	b.Queue(addEventSQL, ev...)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error ending run %d: %w", run.ID, err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, $2, $3)`,
-		run.ID, state, run.Steps); err != nil {
-		return fmt.Errorf("error recording state: %w", err)
 	}
 	if err := a.closeInbox(ctx, tx, run.ID); err != nil {
 		return err
 	}
 	if err := a.cancelJobs(ctx, tx, []int64{run.ID}, self); err != nil {
-		return err
-	}
-	if err := addEvent(ctx, tx, run, kind, map[string]any{"error": errText, "steps": run.Steps}); err != nil {
 		return err
 	}
 	run.Status = status
@@ -102,7 +103,7 @@ func (a *Agent) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, self 
 }
 
 // cancelJobsOf cancels the unfinished jobs of the given kinds of runs but
-// the job self. It finds them through the GIN index on the jobs' args,
+// the job self. It finds them through the index on their run (runJobSQL),
 // since it runs under the tree's lock.
 func (a *Agent) cancelJobsOf(ctx context.Context, tx pgx.Tx, kinds []string, runIDs []int64, self int64) error {
 	rows, err := tx.Query(ctx, `SELECT j.id FROM unnest($2::bigint[]) AS r(id)

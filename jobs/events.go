@@ -85,18 +85,26 @@ WHERE w.waiting_until > now()`
 // transactions commit: a reader that has seen seq N never misses an event
 // below it that commits later.
 func addEvent(ctx context.Context, db DB, run *Run, kind string, data map[string]any) error {
+	args, err := eventArgs(run, kind, data)
+	if err != nil {
+		return err
+	}
+	if _, err := db.Exec(ctx, addEventSQL, args...); err != nil {
+		return fmt.Errorf("error recording event %s: %w", kind, err)
+	}
+	return nil
+}
+
+// eventArgs are the arguments of addEventSQL for an event of run.
+func eventArgs(run *Run, kind string, data map[string]any) ([]any, error) {
 	if data == nil {
 		data = map[string]any{}
 	}
 	b, err := json.Marshal(data)
 	if err != nil {
-		return fmt.Errorf("error encoding event: %w", err)
+		return nil, fmt.Errorf("error encoding event: %w", err)
 	}
-	_, err = db.Exec(ctx, addEventSQL, run.RootID, run.ID, run.ParentID, kind, string(b), EventsChannel)
-	if err != nil {
-		return fmt.Errorf("error recording event %s: %w", kind, err)
-	}
-	return nil
+	return []any{run.RootID, run.ID, run.ParentID, kind, string(b), EventsChannel}, nil
 }
 
 // Events returns the events of a tree after seq, oldest first, at most limit.
