@@ -90,11 +90,10 @@ func (e *env) queue(name string) string {
 }
 
 // agentConfig is the config of a bench agent on queue, with the
-// operator's step timeout, so that its River client, should it lead the
-// database's River maintenance, rescues jobs as the live workers' do.
+// operator's step timeout and the slice asked for.
 func (e *env) agentConfig(queue string) jobs.Config {
 	c := AgentConfig(queue, e.o.MaxWorkers)
-	c.StepTimeout = e.o.StepTimeout
+	c.StepTimeout, c.Slice = e.o.StepTimeout, e.o.Slice
 	return c
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,10 @@ type Options struct {
 	// StepTimeout is the agents' jobs.Config.StepTimeout (GB_STEP_TIMEOUT;
 	// jobs' default when 0).
 	StepTimeout time.Duration
+	// Slice is the agents' jobs.Config.Slice: how long a job makes its
+	// run's steps in a row (jobs' default when 0; negative: every step
+	// a job of its own).
+	Slice time.Duration
 	// PostgresPID names the postmaster of a local cluster; 0 finds it.
 	PostgresPID int
 	// Wake measures the message wake (MeasureWake when nil).
@@ -149,8 +154,12 @@ func (e *env) title() string {
 	if e.cluster != nil {
 		pg = fmt.Sprintf("Postgres CPU from /proc (postmaster %d)", e.cluster.PID)
 	}
-	return fmt.Sprintf("gb bench on %s: %d runs x %d steps, %d samples, %d max workers, pool %d; %s",
-		where, e.o.Runs, e.o.Steps, e.o.Samples, e.o.MaxWorkers, e.pool.Config().MaxConns, pg)
+	slice := "steps in a row for up to " + cmp.Or(e.o.Slice, jobs.SliceDefault).String() + " a job"
+	if e.o.Slice < 0 {
+		slice = "a job per step"
+	}
+	return fmt.Sprintf("gb bench on %s: %d runs x %d steps, %d samples, %d max workers, pool %d, %s; %s",
+		where, e.o.Runs, e.o.Steps, e.o.Samples, e.o.MaxWorkers, e.pool.Config().MaxConns, slice, pg)
 }
 
 // notes explain how the figures were measured.
