@@ -14,6 +14,7 @@ import (
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/bench"
 	"github.com/gbresearch/gb/jobs/kb"
 	"github.com/gbresearch/gb/jobs/llm"
 	"github.com/gbresearch/gb/messenger"
@@ -134,25 +135,10 @@ func toolCall(name, args string) llm.ToolCall {
 }
 
 // turns counts the assistant turns of a conversation so far.
-func turns(req llm.Request) int {
-	n := 0
-	for _, m := range req.Messages {
-		if m.Role == llm.RoleAssistant {
-			n++
-		}
-	}
-	return n
-}
+func turns(req llm.Request) int { return bench.Turns(req) }
 
 // topic is the first user message: the run's topic or task.
-func topic(req llm.Request) string {
-	for _, m := range req.Messages {
-		if m.Role == llm.RoleUser {
-			return m.Content
-		}
-	}
-	return ""
-}
+func topic(req llm.Request) string { return bench.Topic(req) }
 
 // lastToolResult is the content of the last tool message.
 func lastToolResult(req llm.Request) string {

@@ -41,8 +41,8 @@ func Topic(req llm.Request) string {
 	return ""
 }
 
-// turns counts the assistant turns of a conversation so far.
-func turns(req llm.Request) int {
+// Turns counts the assistant turns of a conversation so far.
+func Turns(req llm.Request) int {
 	n := 0
 	for _, m := range req.Messages {
 		if m.Role == llm.RoleAssistant {
@@ -107,7 +107,7 @@ func (m *TreeModel) Name() string { return "gb bench: spawn, wait, report (not a
 func (m *TreeModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	var r, c int
 	if _, err := fmt.Sscanf(Topic(req), "gb bench sub-agent %d.%d", &r, &c); err == nil {
-		if m.Gates != nil && turns(req) == 0 {
+		if m.Gates != nil && Turns(req) == 0 {
 			if err := m.Gates.wait(ctx, r); err != nil {
 				return llm.Response{}, err
 			}
@@ -120,10 +120,10 @@ func (m *TreeModel) Complete(ctx context.Context, req llm.Request) (llm.Response
 	if _, err := fmt.Sscanf(Topic(req), "gb bench tree %d", &r); err != nil {
 		return llm.Response{}, fmt.Errorf("%w: unexpected topic %q", llm.ErrPermanent, Topic(req))
 	}
-	if len(req.Tools) == 0 || turns(req) >= 2 {
+	if len(req.Tools) == 0 || Turns(req) >= 2 {
 		return answer(req, llm.Message{Content: fmt.Sprintf("tree %d: the sub-agents found nothing", r)}), nil
 	}
-	if turns(req) == 1 {
+	if Turns(req) == 1 {
 		return answer(req, llm.Message{ToolCalls: []llm.ToolCall{call("wait_subagents", map[string]any{})}}), nil
 	}
 	calls := make([]llm.ToolCall, TreeKids)
