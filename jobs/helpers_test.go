@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -117,6 +118,9 @@ type scriptModel struct {
 func (m *scriptModel) Name() string { return "script" }
 
 func (m *scriptModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if err := answeredInOrder(req.Messages); err != nil {
+		return llm.Response{}, errors.Join(err, llm.ErrPermanent)
+	}
 	msg, err := m.fn(ctx, req)
 	if err != nil {
 		return llm.Response{}, err
@@ -160,4 +164,27 @@ func withMessenger(t *testing.T, pool *pgxpool.Pool) *messenger.Postgres {
 	}
 	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
 	return messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})
+}
+
+// answeredInOrder checks a conversation the way the OpenAI chat API does:
+// the tool calls of an assistant message are answered by tool messages
+// that follow it at once, one per call, before any other message.
+func answeredInOrder(msgs []llm.Message) error {
+	for i := 0; i < len(msgs); i++ {
+		if msgs[i].Role != llm.RoleAssistant || len(msgs[i].ToolCalls) == 0 {
+			continue
+		}
+		open := map[string]bool{}
+		for _, c := range msgs[i].ToolCalls {
+			open[c.ID] = true
+		}
+		j := i + 1
+		for ; j < len(msgs) && msgs[j].Role == llm.RoleTool; j++ {
+			delete(open, msgs[j].ToolCallID)
+		}
+		if len(open) > 0 && j < len(msgs) {
+			return fmt.Errorf("message %d (%s) comes before the answers to the tool calls of message %d", j, msgs[j].Role, i)
+		}
+	}
+	return nil
 }
