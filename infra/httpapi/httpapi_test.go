@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +26,52 @@ type testBundle struct {
 	srv        *httptest.Server
 	agent      *jobs.Agent
 	alice, bob string
+	// wakes is the API's Notifier (nil behind setupBehindProxy).
+	wakes *wakeCounter
 }
+
+// wakeCounter is the API's Notifier in the tests: it passes the listener's
+// wake-ups on to the long polls and counts those a poll took.
+type wakeCounter struct {
+	jobs.Notifier
+	n atomic.Int64
+}
+
+// Subscribe implements jobs.Notifier. Its done func returns once the
+// wake-up a poll took is counted, which is before the poll answers.
+func (w *wakeCounter) Subscribe(channel string, id int64) (<-chan struct{}, func()) {
+	in, done := w.Notifier.Subscribe(channel, id)
+	out, stop := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-in:
+			case <-stop:
+				return
+			}
+			select {
+			case out <- struct{}{}:
+				w.n.Add(1)
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return out, func() {
+		once.Do(func() {
+			close(stop)
+			wg.Wait()
+			done()
+		})
+	}
+}
+
+// taken is how many wake-ups the long polls have taken.
+func (w *wakeCounter) taken() int64 { return w.n.Load() }
 
 // eventFallback is the fallback timer of the test API's long polls: far
 // above the wake-ups the tests expect, so only a notification meets them.
@@ -33,7 +79,7 @@ const eventFallback = 10 * time.Second
 
 // setup serves the API over a fresh database with a one-document dataset.
 // No worker runs, so accepted researches stay working.
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	// The API runs behind RDS Proxy in production: test it in the same
@@ -63,13 +109,14 @@ func setup(t *testing.T) *testBundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
-	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent, Notifier: listener,
+	b.wakes = &wakeCounter{Notifier: listener}
+	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent, Notifier: b.wakes,
 		EventFallback: eventFallback})))
 	t.Cleanup(b.srv.Close)
 	return b
 }
 
-func (b *testBundle) call(t *testing.T, key, method, path, body string) (int, map[string]any) {
+func (b *testBundle) call(t testing.TB, key, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 // raw sends a request and returns the answer with its whole body, without
 // following redirects.
-func (b *testBundle) raw(t *testing.T, method, path string, header http.Header, body string) (*http.Response, []byte) {
+func (b *testBundle) raw(t testing.TB, method, path string, header http.Header, body string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, b.srv.URL+path, strings.NewReader(body))
 	if err != nil {

@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/infra/dbtest"
@@ -31,6 +34,9 @@ type tcpProxy struct {
 	mu     sync.Mutex
 	mode   string // "pass", "refuse" or "hang"
 	conns  []net.Conn
+	// refused and held count the connections refused and those held open
+	// unanswered.
+	refused, held int
 }
 
 func startProxy(t *testing.T, target string) *tcpProxy {
@@ -62,11 +68,15 @@ func (p *tcpProxy) handle(c net.Conn) {
 	p.mu.Lock()
 	mode := p.mode
 	if mode == "refuse" {
+		p.refused++
 		p.mu.Unlock()
 		_ = c.Close()
 		return
 	}
 	p.conns = append(p.conns, c)
+	if mode == "hang" {
+		p.held++
+	}
 	p.mu.Unlock()
 	if mode == "hang" {
 		return // held open, never answered, closed by the next setMode
@@ -84,6 +94,13 @@ func (p *tcpProxy) handle(c net.Conn) {
 	_ = c.Close()
 }
 
+// counts returns how many connections were refused and how many held.
+func (p *tcpProxy) counts() (refused, held int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused, p.held
+}
+
 // setMode changes how new connections are treated and breaks every open one.
 func (p *tcpProxy) setMode(mode string) {
 	p.mu.Lock()
@@ -95,12 +112,55 @@ func (p *tcpProxy) setMode(mode string) {
 	p.conns = nil
 }
 
+// unavailableLog is the API's log handler in these tests: it keeps the
+// error of each "database unavailable" record, the cause of a 503.
+type unavailableLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *unavailableLog) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l *unavailableLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "database unavailable" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && a.Key == "err" {
+			l.mu.Lock()
+			l.errs = append(l.errs, err)
+			l.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (l *unavailableLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *unavailableLog) WithGroup(string) slog.Handler      { return l }
+
+// take returns the errors logged since the last take.
+func (l *unavailableLog) take() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	errs := l.errs
+	l.errs = nil
+	return errs
+}
+
+// timedOut reports whether err is the end of the request's database
+// timeout rather than a failure of the database itself.
+func timedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
+}
+
 // downBundle serves the API over a pool that reaches its database through
 // a proxy the test controls, with a short per-request database timeout.
 type downBundle struct {
 	*testBundle
 	proxy *tcpProxy
 	url   string // the database's own URL, not through the proxy
+	log   *unavailableLog
 }
 
 func setupBehindProxy(t *testing.T, timeout time.Duration) *downBundle {
@@ -130,9 +190,10 @@ func setupBehindProxy(t *testing.T, timeout time.Duration) *downBundle {
 		t.Fatal(err)
 	}
 	b := &testBundle{agent: agent, alice: key}
-	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent, DBTimeout: timeout})))
+	log := &unavailableLog{}
+	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent, DBTimeout: timeout, Logger: slog.New(log)})))
 	t.Cleanup(b.srv.Close)
-	return &downBundle{testBundle: b, proxy: p, url: dbURL}
+	return &downBundle{testBundle: b, proxy: p, url: dbURL, log: log}
 }
 
 // everyRoute is one request per route of the API, on run id.
@@ -173,13 +234,24 @@ func TestDatabaseDownAnswers503(t *testing.T) {
 	id := fmt.Sprint(run["id"])
 
 	t.Run("refused", func(t *testing.T) {
+		// Every connection is refused: each request fails on the refusal,
+		// not at the end of its database timeout. The pool drops the
+		// connections the outage broke, so that each request connects
+		// (TestTerminatedBackendsAnswer503 fails on old connections).
 		b.proxy.setMode("refuse")
+		b.agent.Pool().Reset()
+		b.log.take()
 		for _, rt := range everyRoute(id) {
-			start := time.Now()
+			what := rt[0] + " " + rt[1]
+			before, _ := b.proxy.counts()
 			resp, data := b.raw(t, rt[0], rt[1], auth, rt[2])
-			assert503(t, rt[0]+" "+rt[1], resp, data)
-			if d := time.Since(start); d > timeout {
-				t.Errorf("%s %s took %v with connections refused", rt[0], rt[1], d)
+			assert503(t, what, resp, data)
+			errs := b.log.take()
+			if len(errs) != 1 || timedOut(errs[0]) {
+				t.Errorf("%s: logged %v, want the one failure to reach the database, not the request's timeout", what, errs)
+			}
+			if refused, _ := b.proxy.counts(); refused == before {
+				t.Errorf("%s: no connection to the database was tried", what)
 			}
 		}
 	})
@@ -187,12 +259,17 @@ func TestDatabaseDownAnswers503(t *testing.T) {
 		// The server accepts connections and never answers: the request's
 		// database timeout ends the wait.
 		b.proxy.setMode("hang")
+		b.log.take()
 		for _, rt := range everyRoute(id)[:3] {
-			start := time.Now()
+			what := rt[0] + " " + rt[1]
+			_, before := b.proxy.counts()
 			resp, data := b.raw(t, rt[0], rt[1], auth, rt[2])
-			assert503(t, rt[0]+" "+rt[1], resp, data)
-			if d := time.Since(start); d < timeout || d > timeout+2*time.Second {
-				t.Errorf("%s %s answered after %v, want about the %v timeout", rt[0], rt[1], d, timeout)
+			assert503(t, what, resp, data)
+			if errs := b.log.take(); len(errs) != 1 || !timedOut(errs[0]) {
+				t.Errorf("%s: logged %v, want the one timeout of the request's database wait", what, errs)
+			}
+			if _, held := b.proxy.counts(); held == before {
+				t.Errorf("%s: no connection to the database was held unanswered", what)
 			}
 		}
 	})

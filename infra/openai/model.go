@@ -35,6 +35,9 @@ type Model struct {
 	backoffBase time.Duration
 	backoffMax  time.Duration
 	log         *slog.Logger
+	// sleep takes the wait between two attempts. It is httpwait.Sleep; the
+	// package's tests replace it to see the waits chosen.
+	sleep func(ctx context.Context, d time.Duration) bool
 
 	price    Price
 	priced   bool
@@ -60,6 +63,7 @@ func New(cfg Config) (*Model, error) {
 		backoffBase: cfg.BackoffBase,
 		backoffMax:  cfg.BackoffMax,
 		log:         cfg.Logger,
+		sleep:       httpwait.Sleep,
 	}
 	m.price, m.priced = PriceOf(cfg.Model)
 	return m, nil
@@ -102,7 +106,7 @@ func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 		m.log.InfoContext(ctx, "openai: retrying model call",
 			slog.String("model", m.name), slog.Int("attempt", attempt+1),
 			slog.Duration("wait", wait), slog.String("error", err.Error()))
-		if !httpwait.Sleep(ctx, wait) {
+		if !m.sleep(ctx, wait) {
 			return llm.Response{}, fmt.Errorf("openai %s: no time left to retry after %d attempts: %w",
 				m.name, attempt+1, errors.Join(cmpErr(ctx.Err(), context.DeadlineExceeded), err))
 		}

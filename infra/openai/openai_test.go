@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -325,8 +326,37 @@ func TestCompleteRetries429(t *testing.T) {
 	}
 }
 
-// 5xx are retried too, and Retry-After-Ms is obeyed instead of a (here
-// deliberately huge) backoff.
+// waits stands for the wait between two attempts of a Model: it takes each
+// wait with then (nil: takes none and answers whether ctx is still live),
+// and records how long it was asked to wait and whether the wait was taken
+// in full.
+type waits struct {
+	then  func(ctx context.Context, d time.Duration) bool
+	mu    sync.Mutex
+	asked []time.Duration
+	took  []bool
+}
+
+func (w *waits) sleep(ctx context.Context, d time.Duration) bool {
+	ok := ctx.Err() == nil
+	if w.then != nil {
+		ok = w.then(ctx, d)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.asked = append(w.asked, d)
+	w.took = append(w.took, ok)
+	return ok
+}
+
+func (w *waits) all() ([]time.Duration, []bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.asked...), append([]bool(nil), w.took...)
+}
+
+// 5xx are retried too, and Retry-After-Ms and Retry-After are obeyed
+// instead of a (here deliberately huge) backoff.
 func TestCompleteHonoursRetryAfter(t *testing.T) {
 	api := newFakeAPI(t,
 		reply{status: http.StatusServiceUnavailable, fixture: "error_503.json", header: map[string]string{"Retry-After-Ms": "20"}},
@@ -336,15 +366,38 @@ func TestCompleteHonoursRetryAfter(t *testing.T) {
 	cfg := api.config("gpt-4o-mini")
 	cfg.BackoffBase, cfg.BackoffMax = 10*time.Second, 10*time.Second
 	m := mustNew(t, cfg)
-	start := time.Now()
+	w := &waits{}
+	m.sleep = w.sleep
 	if _, err := m.Complete(context.Background(), simpleRequest()); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	if n := api.count(); n != 3 {
 		t.Errorf("server saw %d requests, want 3", n)
 	}
-	if d := time.Since(start); d < 20*time.Millisecond || d > time.Second {
-		t.Errorf("took %v, want about the 20ms the server asked for", d)
+	if got, _ := w.all(); !slices.Equal(got, []time.Duration{20 * time.Millisecond, 0}) {
+		t.Errorf("waited %v, want the [20ms 0s] the server asked for", got)
+	}
+}
+
+// A Retry-After over RetryAfterMax is not obeyed: the backoff is waited.
+func TestCompleteCapsRetryAfter(t *testing.T) {
+	api := newFakeAPI(t,
+		reply{status: http.StatusTooManyRequests, fixture: "error_429.json", header: map[string]string{"Retry-After": "3600"}},
+		reply{fixture: "answer.json"},
+	)
+	cfg := api.config("gpt-4o-mini")
+	cfg.BackoffBase, cfg.BackoffMax = 2*time.Second, 2*time.Second
+	m := mustNew(t, cfg)
+	w := &waits{}
+	m.sleep = w.sleep
+	if _, err := m.Complete(context.Background(), simpleRequest()); err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if n := api.count(); n != 2 {
+		t.Errorf("server saw %d requests, want 2", n)
+	}
+	if got, _ := w.all(); len(got) != 1 || got[0] < time.Second || got[0] >= 2*time.Second {
+		t.Errorf("waited %v, want one backoff in [1s, 2s), not the hour asked", got)
 	}
 }
 
@@ -416,21 +469,26 @@ func TestCompleteRetriesNetworkError(t *testing.T) {
 	}
 }
 
-// Retries stop when the context's deadline leaves no time for the backoff.
+// Retries stop when the context's deadline leaves no time for the backoff:
+// the call gives up before the deadline instead of waiting for it.
 func TestCompleteStopsAtDeadline(t *testing.T) {
 	api := newFakeAPI(t, reply{status: http.StatusServiceUnavailable, fixture: "error_503.json"})
 	cfg := api.config("gpt-4o-mini")
-	cfg.BackoffBase, cfg.BackoffMax = 5*time.Second, 5*time.Second
+	cfg.BackoffBase, cfg.BackoffMax = time.Hour, time.Hour
 	m := mustNew(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	w := &waits{then: httpwait.Sleep}
+	m.sleep = w.sleep
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	start := time.Now()
 	_, err := m.Complete(ctx, simpleRequest())
 	if err == nil || errors.Is(err, llm.ErrPermanent) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a non-permanent deadline error", err)
 	}
-	if d := time.Since(start); d > 250*time.Millisecond {
-		t.Errorf("took %v; should give up at once", d)
+	if ctx.Err() != nil {
+		t.Errorf("Complete ended with its context (%v): it waited for the deadline instead of giving up", ctx.Err())
+	}
+	if asked, took := w.all(); len(asked) != 1 || asked[0] < 30*time.Minute || asked[0] >= time.Hour || took[0] {
+		t.Errorf("waits asked %v, taken %v; want one backoff in [30m, 1h), not taken", asked, took)
 	}
 	if n := api.count(); n != 1 {
 		t.Errorf("server saw %d requests, want 1", n)
@@ -441,17 +499,44 @@ func TestCompleteStopsAtDeadline(t *testing.T) {
 func TestCompleteStopsWhenCancelled(t *testing.T) {
 	api := newFakeAPI(t, reply{status: http.StatusTooManyRequests, fixture: "error_429.json"})
 	cfg := api.config("gpt-4o-mini")
-	cfg.BackoffBase, cfg.BackoffMax = 5*time.Second, 5*time.Second
+	cfg.BackoffBase, cfg.BackoffMax = time.Hour, time.Hour
 	m := mustNew(t, cfg)
+	waiting := make(chan struct{})
+	var once sync.Once
+	w := &waits{then: func(ctx context.Context, d time.Duration) bool {
+		once.Do(func() { close(waiting) })
+		return httpwait.Sleep(ctx, d)
+	}}
+	m.sleep = w.sleep
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	start := time.Now()
-	_, err := m.Complete(ctx, simpleRequest())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Complete(ctx, simpleRequest())
+		done <- err
+	}()
+	select {
+	case <-waiting:
+	case err := <-done:
+		t.Fatalf("Complete ended (%v) without waiting to retry", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Complete never waited to retry")
+	}
+	cancel()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Complete never returned after its context was cancelled")
+	}
 	if !errors.Is(err, context.Canceled) || errors.Is(err, llm.ErrPermanent) {
 		t.Fatalf("err = %v, want context.Canceled, not permanent", err)
 	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %v after cancel", d)
+	if asked, took := w.all(); len(asked) != 1 || took[0] {
+		t.Errorf("waits asked %v, taken %v; want one, cut short", asked, took)
+	}
+	if n := api.count(); n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
 	}
 }
 

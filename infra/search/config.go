@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gbresearch/gb/infra/httpwait"
 	"github.com/gbresearch/gb/jobs"
 )
 
@@ -88,6 +89,7 @@ func (o Options) retrier(provider string, timeout time.Duration, errText func([]
 		backoffBase: cmp.Or(o.BackoffBase, BackoffBaseDefault),
 		backoffMax:  max(cmp.Or(o.BackoffMax, BackoffMaxDefault), cmp.Or(o.BackoffBase, BackoffBaseDefault)),
 		log:         cmp.Or(o.Logger, slog.Default()), errText: errText,
+		sleep: httpwait.Sleep,
 	}
 }
 

@@ -61,6 +61,9 @@ type retrier struct {
 	backoffMax  time.Duration
 	log         *slog.Logger
 	errText     func(body []byte) string
+	// sleep takes the wait between two attempts. It is httpwait.Sleep; the
+	// package's tests replace it to see the waits chosen.
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // do sends the request made by build (called once per attempt) until it
@@ -88,7 +91,7 @@ func (r *retrier) do(ctx context.Context, build func(context.Context) (*http.Req
 		}
 		r.log.InfoContext(ctx, "search: retrying provider request", slog.String("provider", r.provider),
 			slog.Int("attempt", attempt+1), slog.Duration("wait", wait), slog.String("error", err.Error()))
-		if !httpwait.Sleep(ctx, wait) {
+		if !r.sleep(ctx, wait) {
 			return nil, fmt.Errorf("%s: no time left to retry after %d attempts: %w", r.provider, attempt+1, err)
 		}
 	}
