@@ -19,7 +19,7 @@ func TestChanWaitWakesOnSendAndCloseWithoutTaking(t *testing.T) {
 	}
 	done := make(chan bool)
 	go func() {
-		ok, _ := c.Wait(ctx, 1, 10*time.Second)
+		ok, _ := c.Wait(ctx, 1, longWait)
 		done <- ok
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -31,7 +31,7 @@ func TestChanWaitWakesOnSendAndCloseWithoutTaking(t *testing.T) {
 		if !ok {
 			t.Fatal("woken without a message")
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(receiverGuard):
 		t.Fatal("a send did not wake the waiter")
 	}
 	if msgs, _ := c.Receive(ctx, 1, 0); len(msgs) != 1 {
@@ -39,7 +39,7 @@ func TestChanWaitWakesOnSendAndCloseWithoutTaking(t *testing.T) {
 	}
 	errc := make(chan error)
 	go func() {
-		_, err := c.Wait(ctx, 1, 10*time.Second)
+		_, err := c.Wait(ctx, 1, longWait)
 		errc <- err
 	}()
 	time.Sleep(20 * time.Millisecond)
@@ -51,7 +51,7 @@ func TestChanWaitWakesOnSendAndCloseWithoutTaking(t *testing.T) {
 		if !errors.Is(err, ErrNoInbox) {
 			t.Fatalf("closed inbox: %v", err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(receiverGuard):
 		t.Fatal("a close did not wake the waiter")
 	}
 }

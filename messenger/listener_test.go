@@ -2,9 +2,12 @@ package messenger
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -60,90 +63,103 @@ func TestListenerStopLeavesNoListen(t *testing.T) {
 	}
 }
 
-// TestLostNotification kills the listener's backend while a receiver waits:
-// the message sent meanwhile (its NOTIFY heard by nobody) still arrives
-// within the fallback interval, and once the listener has reconnected a send
-// wakes a receiver at once again.
-func TestLostNotification(t *testing.T) {
-	pool := testPool(t)
-	ctx := context.Background()
-	// Reconnect only after 2s, so the first message can only come through
-	// the fallback re-check.
-	l := startListener(t, pool, func(l *Listener) { l.backoffMin, l.backoffMax = 2*time.Second, 2*time.Second })
-	const fallback = 300 * time.Millisecond
-	p := NewPostgres(pool, l, PostgresConfig{FallbackInterval: fallback})
-	blocked := blockedSignal(p)
-	mustOpen(t, p, 1)
+// gatedPool is a pool with the settings of pool for a Listener to connect
+// with; while the returned flag is set it refuses new connections, so that
+// a listener whose connection died stays away until the test lets it back.
+func gatedPool(t *testing.T, pool *pgxpool.Pool) (*pgxpool.Pool, *atomic.Bool) {
+	t.Helper()
+	cfg := pool.Config()
+	refuse := new(atomic.Bool)
+	before := cfg.BeforeConnect
+	cfg.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
+		if refuse.Load() {
+			return errors.New("the test refuses new connections")
+		}
+		if before != nil {
+			return before(ctx, cc)
+		}
+		return nil
+	}
+	gated, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gated.Close)
+	return gated, refuse
+}
 
-	res := receiveAsync(p, ctx, 1, 20*time.Second)
-	awaitBlocked(t, blocked)
+// killListener terminates the backend of l's connection and returns once l
+// has noticed.
+func killListener(t *testing.T, pool *pgxpool.Pool, l *Listener) uint32 {
+	t.Helper()
 	old := l.BackendPID()
 	var killed bool
-	err := pool.QueryRow(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	err := pool.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 		WHERE datname = current_database() AND query ILIKE 'listen%' AND pid = $1`, int64(old)).Scan(&killed)
 	if err != nil || !killed {
 		t.Fatalf("terminating the listener's backend %d: %v, %v", old, killed, err)
 	}
-	if !eventually(2*time.Second, func() bool { return l.BackendPID() == 0 }) {
+	if !eventually(10*time.Second, func() bool { return l.BackendPID() == 0 }) {
 		t.Fatal("the listener did not notice that its connection died")
 	}
-	sent := time.Now()
+	return old
+}
+
+// TestLostNotification kills the listener's backend while a receiver waits
+// and keeps the listener from reconnecting: the message sent meanwhile (its
+// NOTIFY heard by nobody) still arrives, through the fallback re-check, the
+// only way left. Once the listener has reconnected, a send wakes a receiver
+// whose fallback and wait outlast the test's guard: only NOTIFY can.
+func TestLostNotification(t *testing.T) {
+	pool := testPool(t)
+	ctx := context.Background()
+	gated, refuse := gatedPool(t, pool)
+	l := startListener(t, gated, func(l *Listener) { l.backoffMin, l.backoffMax = 50*time.Millisecond, 200*time.Millisecond })
+	p := NewPostgres(pool, l, PostgresConfig{FallbackInterval: 300 * time.Millisecond})
+	blocked := blockedSignal(p)
+	mustOpen(t, p, 1)
+
+	res := receiveGuarded(t, p, ctx, 1, longWait)
+	awaitBlocked(t, blocked)
+	refuse.Store(true)
+	old := killListener(t, pool, l)
 	mustSend(t, p, 1, "sent while nobody listened")
-	r := <-res
-	if r.err != nil || texts(r.msgs) != "sent while nobody listened" {
-		t.Fatalf("got %v, %v", r.msgs, r.err)
-	}
-	if d := r.at.Sub(sent); d > fallback+500*time.Millisecond {
-		t.Errorf("the message arrived %v after the send, want within the fallback %v", d, fallback)
+	requireWoken(t, <-res, "sent while nobody listened", "the fallback re-check")
+	if pid := l.BackendPID(); pid != 0 {
+		t.Fatalf("the listener reconnected (pid %d) while the test refused connections", pid)
 	}
 	if s := p.Stats(); s.Notifies != 1 {
 		t.Errorf("stats %+v: the send should have notified (and been lost)", s)
 	}
 
+	refuse.Store(false)
 	if !eventually(10*time.Second, func() bool { pid := l.BackendPID(); return pid != 0 && pid != old }) {
 		t.Fatal("the listener did not reconnect")
 	}
-	// A fallback far longer than the bound below: only NOTIFY can be quick.
-	slow := NewPostgres(pool, l, PostgresConfig{FallbackInterval: 30 * time.Second})
+	slow := NewPostgres(pool, l, PostgresConfig{FallbackInterval: longWait})
 	blocked = blockedSignal(slow)
-	res = receiveAsync(slow, ctx, 1, 20*time.Second)
+	res = receiveGuarded(t, slow, ctx, 1, longWait)
 	awaitBlocked(t, blocked)
-	sent = time.Now()
 	mustSend(t, slow, 1, "after the reconnect")
-	r = <-res
-	if r.err != nil || texts(r.msgs) != "after the reconnect" {
-		t.Fatalf("got %v, %v", r.msgs, r.err)
-	}
-	if d := r.at.Sub(sent); d > 250*time.Millisecond {
-		t.Errorf("woken %v after the send; NOTIFY should be well under the fallback", d)
-	}
+	requireWoken(t, <-res, "after the reconnect", "the send's NOTIFY")
 }
 
-// TestReconnectWakesWaiters: a receiver whose notification was lost is woken
-// by the reconnection itself, before its (long) fallback.
+// TestReconnectWakesWaiters: a receiver whose notification was lost while
+// the listener was away is woken by the reconnection itself; its fallback
+// and wait outlast the test's guard.
 func TestReconnectWakesWaiters(t *testing.T) {
 	pool := testPool(t)
 	ctx := context.Background()
-	l := startListener(t, pool, func(l *Listener) { l.backoffMin, l.backoffMax = 300*time.Millisecond, 300*time.Millisecond })
-	p := NewPostgres(pool, l, PostgresConfig{FallbackInterval: 30 * time.Second})
+	gated, refuse := gatedPool(t, pool)
+	l := startListener(t, gated, func(l *Listener) { l.backoffMin, l.backoffMax = 50*time.Millisecond, 200*time.Millisecond })
+	p := NewPostgres(pool, l, PostgresConfig{FallbackInterval: longWait})
 	blocked := blockedSignal(p)
 	mustOpen(t, p, 1)
-	res := receiveAsync(p, ctx, 1, 20*time.Second)
+	res := receiveGuarded(t, p, ctx, 1, longWait)
 	awaitBlocked(t, blocked)
-	old := l.BackendPID()
-	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, int64(old)); err != nil {
-		t.Fatal(err)
-	}
-	if !eventually(2*time.Second, func() bool { return l.BackendPID() == 0 }) {
-		t.Fatal("the listener did not notice that its connection died")
-	}
-	sent := time.Now()
-	mustSend(t, p, 1, "lost notify")
-	r := <-res
-	if r.err != nil || texts(r.msgs) != "lost notify" {
-		t.Fatalf("got %v, %v", r.msgs, r.err)
-	}
-	if d := r.at.Sub(sent); d > 2*time.Second {
-		t.Errorf("the message arrived %v after the send; the reconnect should have woken the receiver", d)
-	}
+	refuse.Store(true)
+	killListener(t, pool, l)
+	mustSend(t, p, 1, "lost notify") // its NOTIFY is heard by nobody
+	refuse.Store(false)
+	requireWoken(t, <-res, "lost notify", "the listener's reconnection")
 }

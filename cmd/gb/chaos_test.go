@@ -23,12 +23,12 @@ import (
 
 // Shape of TestChaosKillsLoseNothing.
 const (
-	chaosUsers      = 4   // users, each with at most jobs.MaxWorkingPerUser trees at once
-	chaosBaseTrees  = 15  // trees started in any case (the last ones wait for a user's slot)
-	chaosMaxTrees   = 200 // more are started only while the kill quotas are not met
-	chaosMinRandom  = 21  // SIGKILLs by the killer at random instants
-	chaosRunFor     = 160 * time.Second
-	chaosRecoverP99 = 15 * time.Second // bound on the p99 of the time to recover from a kill
+	chaosUsers         = 4   // users, each with at most jobs.MaxWorkingPerUser trees at once
+	chaosBaseTrees     = 15  // trees started in any case (the last ones wait for a user's slot)
+	chaosMaxTrees      = 200 // more are started only while the kill quotas are not met
+	chaosMinRandom     = 21  // SIGKILLs by the killer at random instants
+	chaosRunFor        = 160 * time.Second
+	chaosRecoverTarget = 15 * time.Second // target for the p99 of the time to recover from a kill (reported)
 	// Odds of GB_FAULT_KILL at each step point: while some point has not
 	// been hit, the least hit one gets chaosLoudFault (a worker runs 5 to
 	// 10 steps a second, so it kills itself within a few seconds), the
@@ -50,10 +50,11 @@ var chaosPoints = []string{jobs.FaultAfterModel, jobs.FaultAfterTools, jobs.Faul
 // the surviving one's maintenance rescues the dead one's jobs.
 //
 // It measures, for each kill, how long until the jobs the dead worker held
-// ran again (or were finished for good), and asserts a p99 of at most
-// chaosRecoverP99; it also reports how long until their runs committed the
-// step or ended. Then it checks in SQL, over every run of every tree, that
-// nothing was stuck or lost: every run ended and says why (only budgets
+// ran again (or were finished for good), and until their runs committed
+// the step or ended, and reports those figures (a p99 above
+// chaosRecoverTarget is logged, not failed); a job that never ran again
+// fails the test, as do trees that do not all end. Then it checks in SQL,
+// over every run of every tree, that nothing was stuck or lost: every run ended and says why (only budgets
 // may explain more than a few failures), its steps were recorded exactly
 // once, each parent resumed once per wait, no job was left behind, no user
 // had more than jobs.MaxWorkingPerUser trees working, every message was
