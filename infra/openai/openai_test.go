@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gbresearch/gb/infra/httpwait"
+	"github.com/gbresearch/gb/infra/httpwait/httpwaittest"
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
@@ -326,35 +327,6 @@ func TestCompleteRetries429(t *testing.T) {
 	}
 }
 
-// waits stands for the wait between two attempts of a Model: it takes each
-// wait with then (nil: takes none and answers whether ctx is still live),
-// and records how long it was asked to wait and whether the wait was taken
-// in full.
-type waits struct {
-	then  func(ctx context.Context, d time.Duration) bool
-	mu    sync.Mutex
-	asked []time.Duration
-	took  []bool
-}
-
-func (w *waits) sleep(ctx context.Context, d time.Duration) bool {
-	ok := ctx.Err() == nil
-	if w.then != nil {
-		ok = w.then(ctx, d)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.asked = append(w.asked, d)
-	w.took = append(w.took, ok)
-	return ok
-}
-
-func (w *waits) all() ([]time.Duration, []bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]time.Duration(nil), w.asked...), append([]bool(nil), w.took...)
-}
-
 // 5xx are retried too, and Retry-After-Ms and Retry-After are obeyed
 // instead of a (here deliberately huge) backoff.
 func TestCompleteHonoursRetryAfter(t *testing.T) {
@@ -366,15 +338,15 @@ func TestCompleteHonoursRetryAfter(t *testing.T) {
 	cfg := api.config("gpt-4o-mini")
 	cfg.BackoffBase, cfg.BackoffMax = 10*time.Second, 10*time.Second
 	m := mustNew(t, cfg)
-	w := &waits{}
-	m.sleep = w.sleep
+	w := &httpwaittest.Waits{}
+	m.sleep = w.Sleep
 	if _, err := m.Complete(context.Background(), simpleRequest()); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	if n := api.count(); n != 3 {
 		t.Errorf("server saw %d requests, want 3", n)
 	}
-	if got, _ := w.all(); !slices.Equal(got, []time.Duration{20 * time.Millisecond, 0}) {
+	if got, _ := w.All(); !slices.Equal(got, []time.Duration{20 * time.Millisecond, 0}) {
 		t.Errorf("waited %v, want the [20ms 0s] the server asked for", got)
 	}
 }
@@ -388,15 +360,15 @@ func TestCompleteCapsRetryAfter(t *testing.T) {
 	cfg := api.config("gpt-4o-mini")
 	cfg.BackoffBase, cfg.BackoffMax = 2*time.Second, 2*time.Second
 	m := mustNew(t, cfg)
-	w := &waits{}
-	m.sleep = w.sleep
+	w := &httpwaittest.Waits{}
+	m.sleep = w.Sleep
 	if _, err := m.Complete(context.Background(), simpleRequest()); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	if n := api.count(); n != 2 {
 		t.Errorf("server saw %d requests, want 2", n)
 	}
-	if got, _ := w.all(); len(got) != 1 || got[0] < time.Second || got[0] >= 2*time.Second {
+	if got, _ := w.All(); len(got) != 1 || got[0] < time.Second || got[0] >= 2*time.Second {
 		t.Errorf("waited %v, want one backoff in [1s, 2s), not the hour asked", got)
 	}
 }
@@ -476,8 +448,8 @@ func TestCompleteStopsAtDeadline(t *testing.T) {
 	cfg := api.config("gpt-4o-mini")
 	cfg.BackoffBase, cfg.BackoffMax = time.Hour, time.Hour
 	m := mustNew(t, cfg)
-	w := &waits{then: httpwait.Sleep}
-	m.sleep = w.sleep
+	w := &httpwaittest.Waits{Then: httpwait.Sleep}
+	m.sleep = w.Sleep
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err := m.Complete(ctx, simpleRequest())
@@ -487,7 +459,7 @@ func TestCompleteStopsAtDeadline(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Errorf("Complete ended with its context (%v): it waited for the deadline instead of giving up", ctx.Err())
 	}
-	if asked, took := w.all(); len(asked) != 1 || asked[0] < 30*time.Minute || asked[0] >= time.Hour || took[0] {
+	if asked, took := w.All(); len(asked) != 1 || asked[0] < 30*time.Minute || asked[0] >= time.Hour || took[0] {
 		t.Errorf("waits asked %v, taken %v; want one backoff in [30m, 1h), not taken", asked, took)
 	}
 	if n := api.count(); n != 1 {
@@ -503,11 +475,11 @@ func TestCompleteStopsWhenCancelled(t *testing.T) {
 	m := mustNew(t, cfg)
 	waiting := make(chan struct{})
 	var once sync.Once
-	w := &waits{then: func(ctx context.Context, d time.Duration) bool {
+	w := &httpwaittest.Waits{Then: func(ctx context.Context, d time.Duration) bool {
 		once.Do(func() { close(waiting) })
 		return httpwait.Sleep(ctx, d)
 	}}
-	m.sleep = w.sleep
+	m.sleep = w.Sleep
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -532,7 +504,7 @@ func TestCompleteStopsWhenCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || errors.Is(err, llm.ErrPermanent) {
 		t.Fatalf("err = %v, want context.Canceled, not permanent", err)
 	}
-	if asked, took := w.all(); len(asked) != 1 || took[0] {
+	if asked, took := w.All(); len(asked) != 1 || took[0] {
 		t.Errorf("waits asked %v, taken %v; want one, cut short", asked, took)
 	}
 	if n := api.count(); n != 1 {

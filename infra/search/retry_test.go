@@ -10,36 +10,8 @@ import (
 	"time"
 
 	"github.com/gbresearch/gb/infra/httpwait"
+	"github.com/gbresearch/gb/infra/httpwait/httpwaittest"
 )
-
-// waits stands for the wait between two attempts of a retrier: it takes
-// each wait with then (nil: takes none and answers whether ctx is still
-// live), and records how long it was asked to wait and whether the wait was
-// taken in full.
-type waits struct {
-	then  func(ctx context.Context, d time.Duration) bool
-	mu    sync.Mutex
-	asked []time.Duration
-	took  []bool
-}
-
-func (w *waits) sleep(ctx context.Context, d time.Duration) bool {
-	ok := ctx.Err() == nil
-	if w.then != nil {
-		ok = w.then(ctx, d)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.asked = append(w.asked, d)
-	w.took = append(w.took, ok)
-	return ok
-}
-
-func (w *waits) all() ([]time.Duration, []bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]time.Duration(nil), w.asked...), append([]bool(nil), w.took...)
-}
 
 // TestRetryHonoursRetryAfter: a 429 with Retry-After: 1 is retried after
 // the second it asks for, and so is one asking for RetryAfterMax; one
@@ -53,12 +25,12 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		f := newFake(t, answer{status: 429, header: map[string]string{"Retry-After": asked.header}, body: `{"detail": "slow down"}`},
 			answer{body: `{"results": []}`})
 		s, _ := NewTavily("tvly-k", f.opts())
-		w := &waits{}
-		s.r.sleep = w.sleep
+		w := &httpwaittest.Waits{}
+		s.r.sleep = w.Sleep
 		if _, _, err := s.Search(context.Background(), "q", 1); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := w.all(); len(got) != 1 || got[0] != asked.want {
+		if got, _ := w.All(); len(got) != 1 || got[0] != asked.want {
 			t.Errorf("Retry-After: %s: waited %v, want [%v]", asked.header, got, asked.want)
 		}
 		if reqs, _ := f.requests(); len(reqs) != 2 {
@@ -70,15 +42,15 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		header := asked.header
 		f := newFake(t, answer{status: 429, header: map[string]string{"Retry-After": header}, body: `{"detail": "quota exhausted"}`})
 		s, _ := NewTavily("tvly-k", f.opts())
-		w := &waits{}
-		s.r.sleep = w.sleep
+		w := &httpwaittest.Waits{}
+		s.r.sleep = w.Sleep
 		_, _, err := s.Search(context.Background(), "q", 1)
 		var pe *ProviderError
 		if !errors.As(err, &pe) || pe.Status != 429 || !strings.Contains(err.Error(), "quota exhausted") ||
 			!strings.Contains(err.Error(), "retry after "+asked.says) {
 			t.Errorf("Retry-After: %s: err = %v", header, err)
 		}
-		if got, _ := w.all(); len(got) != 0 {
+		if got, _ := w.All(); len(got) != 0 {
 			t.Errorf("Retry-After: %s: waited %v; a wait over RetryAfterMax is not taken", header, got)
 		}
 		if reqs, _ := f.requests(); len(reqs) != 1 {
@@ -88,8 +60,8 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 
 	f := newFake(t, answer{status: http.StatusBadGateway, ctype: "text/html", body: "<html><body><h1>502 Bad Gateway</h1></body></html>"})
 	s2, _ := NewSearXNG(f.srv.URL, f.opts())
-	w := &waits{}
-	s2.r.sleep = w.sleep
+	w := &httpwaittest.Waits{}
+	s2.r.sleep = w.Sleep
 	_, _, err := s2.Search(context.Background(), "q", 1)
 	if err == nil || !strings.Contains(err.Error(), "502 Bad Gateway") {
 		t.Errorf("err = %v", err)
@@ -98,7 +70,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		t.Errorf("%d requests, want %d", len(reqs), MaxRetriesDefault+1)
 	}
 	// fake.opts backs off from 1ms up to 5ms, jittered into [d/2, d).
-	got, _ := w.all()
+	got, _ := w.All()
 	if len(got) != MaxRetriesDefault {
 		t.Errorf("waited %v, want %d backoffs", got, MaxRetriesDefault)
 	}
@@ -116,8 +88,8 @@ func TestRetryStopsWithContext(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
 		f := newFake(t, answer{status: 503, header: map[string]string{"Retry-After": "20"}})
 		s, _ := NewBrave("k", f.opts())
-		w := &waits{then: httpwait.Sleep}
-		s.r.sleep = w.sleep
+		w := &httpwaittest.Waits{Then: httpwait.Sleep}
+		s.r.sleep = w.Sleep
 		// The deadline is long enough for the first attempt and shorter
 		// than the 20 s asked: the retry is given up before the deadline.
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -129,7 +101,7 @@ func TestRetryStopsWithContext(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Errorf("the search ended with its context (%v): it waited instead of giving up", ctx.Err())
 		}
-		if asked, took := w.all(); len(asked) != 1 || asked[0] != 20*time.Second || took[0] {
+		if asked, took := w.All(); len(asked) != 1 || asked[0] != 20*time.Second || took[0] {
 			t.Errorf("waits asked %v, taken %v; want the 20 s asked, not taken", asked, took)
 		}
 		if reqs, _ := f.requests(); len(reqs) != 1 {
@@ -141,11 +113,11 @@ func TestRetryStopsWithContext(t *testing.T) {
 		s, _ := NewBrave("k", f.opts())
 		waiting := make(chan struct{})
 		var once sync.Once
-		w := &waits{then: func(ctx context.Context, d time.Duration) bool {
+		w := &httpwaittest.Waits{Then: func(ctx context.Context, d time.Duration) bool {
 			once.Do(func() { close(waiting) })
 			return httpwait.Sleep(ctx, d)
 		}}
-		s.r.sleep = w.sleep
+		s.r.sleep = w.Sleep
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		done := make(chan error, 1)
@@ -170,7 +142,7 @@ func TestRetryStopsWithContext(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "no time left to retry after 1 attempts") {
 			t.Errorf("err = %v, want no time left to retry", err)
 		}
-		if asked, took := w.all(); len(asked) != 1 || took[0] {
+		if asked, took := w.All(); len(asked) != 1 || took[0] {
 			t.Errorf("waits asked %v, taken %v; want one, cut short", asked, took)
 		}
 		if reqs, _ := f.requests(); len(reqs) != 1 {
