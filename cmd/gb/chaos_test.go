@@ -25,7 +25,7 @@ import (
 const (
 	chaosUsers         = 4   // users, each with at most jobs.MaxWorkingPerUser trees at once
 	chaosBaseTrees     = 15  // trees started in any case (the last ones wait for a user's slot)
-	chaosMaxTrees      = 200 // more are started only while the kill quotas are not met
+	chaosMaxTrees      = 400 // more are started only while the kill quotas are not met
 	chaosMinRandom     = 21  // SIGKILLs by the killer at random instants
 	chaosRunFor        = 160 * time.Second
 	chaosRecoverTarget = 15 * time.Second // target for the p99 of the time to recover from a kill (reported)
