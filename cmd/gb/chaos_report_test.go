@@ -57,6 +57,13 @@ func (c *chaos) report() {
 				finishedBefore++ // the snapshot was older than its end: it was not the dead worker's
 				continue
 			}
+			if attempt < j.attempt {
+				// A snooze gives its attempt back, and only a live worker
+				// snoozes: the job had left the worker before the kill, and
+				// the snapshot was older than that.
+				finishedBefore++
+				continue
+			}
 			// back: the first start of the next attempt as seen running;
 			// unseen, the row's start when that attempt is the last (later
 			// than the first if it snoozed), or the end of that attempt (its
