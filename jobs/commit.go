@@ -92,9 +92,9 @@ func (a *Agent) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 		var notified int64
 		return row.Scan(&recorded, &notified)
 	})
-	next := *t
 	if a.messenger != nil && run.ParentID != nil {
-		b.Queue(parentInputsSQL, run.ID).Query(next.scanInputs)
+		// The record's arguments hold this step's inputs already.
+		b.Queue(parentInputsSQL, run.ID).Query(t.scanInputs)
 	}
 	if err := a.pool.SendBatch(ctx, b).Close(); err != nil {
 		return false, fmt.Errorf("error recording step %d of run %d: %w", c.step, run.ID, err)
@@ -104,7 +104,7 @@ func (a *Agent) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 	}
 	rec.apply(run)
 	t.history = append(t.history, msgs...)
-	t.inputs, t.inputIDs, t.inputsRead = next.inputs, next.inputIDs, true
+	t.inputsRead = true
 	return true, nil
 }
 

@@ -109,6 +109,21 @@ func jobsFor(t *testing.T, pool *pgxpool.Pool, id int64, kind string, step int) 
 	return out
 }
 
+// startParkedListener starts a research, on the Postgres messenger, whose
+// root spawns a sub-agent named listener under model, and waits until the
+// listener is parked at its first step.
+func startParkedListener(t *testing.T, pool *pgxpool.Pool, model llm.Model) (*testBundle, *jobs.Run, *jobs.Run) {
+	t.Helper()
+	b := setupOn(t, pool, setupOpts{model: model, msgr: withMessenger(t, pool)})
+	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listener := childNamed(t, pool, root.ID, "listener")
+	waitParked(t, pool, listener.ID, 1)
+	return b, root, listener
+}
+
 // requireResumedOnce checks that a reader parked at step parkedAt resumed
 // once, the way by, with one job for its next step.
 func requireResumedOnce(t *testing.T, pool *pgxpool.Pool, id int64, parkedAt int, by string) {
@@ -201,13 +216,7 @@ func TestParkedReaderResumesOnceAtItsDeadline(t *testing.T) {
 		}
 		return rootTurn(req, spawnCall("listener", "listen"))
 	}}
-	b := setupOn(t, pool, setupOpts{model: model, msgr: withMessenger(t, pool)})
-	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	listener := childNamed(t, pool, root.ID, "listener")
-	waitParked(t, pool, listener.ID, 1)
+	_, _, listener := startParkedListener(t, pool, model)
 	requireHoldsNothing(t, pool, listener.ID)
 	if done := waitEnded(t, pool, listener.ID, 30*time.Second); done.Status != jobs.StatusSucceeded {
 		t.Fatalf("listener %s %q", done.Status, done.Error)
@@ -235,14 +244,8 @@ func TestCancelledParkedReaderIsNotWokenByItsDeadline(t *testing.T) {
 		}
 		return rootTurn(req, spawnCall("listener", "listen"))
 	}}
-	b := setupOn(t, pool, setupOpts{model: model, msgr: withMessenger(t, pool)})
+	b, root, listener := startParkedListener(t, pool, model)
 	ctx := context.Background()
-	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	listener := childNamed(t, pool, root.ID, "listener")
-	waitParked(t, pool, listener.ID, 1)
 	if _, err := b.agent.Cancel(ctx, b.userID, listener.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -296,14 +299,8 @@ func TestConcurrentSendersResumeAParkedReaderOnce(t *testing.T) {
 		}
 		return rootTurn(req, spawnCall("listener", "listen"))
 	}}
-	b := setupOn(t, pool, setupOpts{model: model, msgr: withMessenger(t, pool)})
+	b, _, listener := startParkedListener(t, pool, model)
 	ctx := context.Background()
-	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	listener := childNamed(t, pool, root.ID, "listener")
-	waitParked(t, pool, listener.ID, 1)
 	start := make(chan struct{})
 	errs := make(chan error, senders)
 	var wg sync.WaitGroup
@@ -385,13 +382,7 @@ func TestSendInputResumesAParkedReader(t *testing.T) {
 		}
 		return llm.Message{Content: "root report"}, nil
 	}}
-	b := setupOn(t, pool, setupOpts{model: model, msgr: withMessenger(t, pool)})
-	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	listener := childNamed(t, pool, root.ID, "listener")
-	waitParked(t, pool, listener.ID, 1)
+	_, root, listener := startParkedListener(t, pool, model)
 	close(send)
 	if done := waitEnded(t, pool, root.ID, 30*time.Second); done.Status != jobs.StatusSucceeded {
 		t.Fatalf("root %s %q", done.Status, done.Error)
@@ -479,14 +470,8 @@ func TestResumedReadIsDeliveredAgainWhenItsStepIsRetried(t *testing.T) {
 		}
 		return rootTurn(req, spawnCall("listener", "listen"))
 	}}
-	b := setupOn(t, pool, setupOpts{model: model, msgr: withMessenger(t, pool)})
+	b, _, listener := startParkedListener(t, pool, model)
 	ctx := context.Background()
-	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	listener := childNamed(t, pool, root.ID, "listener")
-	waitParked(t, pool, listener.ID, 1)
 	if err := b.agent.SendFromUser(ctx, listener, "once only"); err != nil {
 		t.Fatal(err)
 	}

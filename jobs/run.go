@@ -119,6 +119,9 @@ const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic,
 	wait_kind, wait_until, wait_read_to, report, error,
 	created_at, started_at, updated_at, ended_at, tree_started_at`
 
+// runByIDSQL reads one run.
+const runByIDSQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE id = $1"
+
 func scanRun(row pgx.Row) (*Run, error) {
 	var r Run
 	err := row.Scan(&r.ID, &r.UserID, &r.ParentID, &r.RootID, &r.Depth, &r.Name, &r.Reason,
@@ -138,7 +141,7 @@ func scanRun(row pgx.Row) (*Run, error) {
 
 // GetRun loads a run by id, whoever owns it.
 func GetRun(ctx context.Context, db DB, id int64) (*Run, error) {
-	return scanRun(db.QueryRow(ctx, "SELECT "+runColumns+" FROM gb_agent_research_runs WHERE id = $1", id))
+	return scanRun(db.QueryRow(ctx, runByIDSQL, id))
 }
 
 // lockRun loads a run and locks its row until the transaction ends.

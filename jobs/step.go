@@ -65,7 +65,7 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 	b.Queue(markThinkingSQL, id, t.job.Args.Step)
 	var run *Run
 	var runErr error
-	b.Queue("SELECT "+runColumns+" FROM gb_agent_research_runs WHERE id = $1", id).QueryRow(func(row pgx.Row) error {
+	b.Queue(runByIDSQL, id).QueryRow(func(row pgx.Row) error {
 		run, runErr = scanRun(row)
 		return nil
 	})
