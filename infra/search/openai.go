@@ -1,12 +1,10 @@
 package search
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 
@@ -116,14 +114,7 @@ func (c *OpenAIClient) Search(ctx context.Context, query string, max int) ([]job
 	if err != nil {
 		return nil, llm.Usage{}, fmt.Errorf("openai search: encoding request: %w", err)
 	}
-	body, err := c.r.do(ctx, func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint(c.base, "/chat/completions"), bytes.NewReader(payload))
-		if err == nil {
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+c.key)
-		}
-		return req, err
-	})
+	body, err := c.r.postJSON(ctx, endpoint(c.base, "/chat/completions"), c.key, payload)
 	if err != nil {
 		return nil, llm.Usage{}, err
 	}

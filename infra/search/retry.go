@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,6 +65,18 @@ type retrier struct {
 	// sleep takes the wait between two attempts. It is httpwait.Sleep; the
 	// package's tests replace it to see the waits chosen.
 	sleep func(ctx context.Context, d time.Duration) bool
+}
+
+// postJSON posts payload as JSON to url with a bearer key, through do.
+func (r *retrier) postJSON(ctx context.Context, url, key string, payload []byte) ([]byte, error) {
+	return r.do(ctx, func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		return req, err
+	})
 }
 
 // do sends the request made by build (called once per attempt) until it

@@ -1,12 +1,10 @@
 package search
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/gbresearch/gb/jobs"
@@ -69,14 +67,7 @@ func (c *TavilyClient) Search(ctx context.Context, query string, max int) ([]job
 	if err != nil {
 		return nil, llm.Usage{}, fmt.Errorf("tavily: encoding request: %w", err)
 	}
-	body, err := c.r.do(ctx, func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint(c.base, "/search"), bytes.NewReader(payload))
-		if err == nil {
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+c.key)
-		}
-		return req, err
-	})
+	body, err := c.r.postJSON(ctx, endpoint(c.base, "/search"), c.key, payload)
 	if err != nil {
 		return nil, llm.Usage{}, err
 	}
