@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/jobs"
-	"github.com/gbresearch/gb/jobs/kb"
 )
 
 // Shape of TestChaosKillsLoseNothing.
@@ -74,14 +71,7 @@ func TestChaosKillsLoseNothing(t *testing.T) {
 	defer pool.Close()
 	bin := buildGB(t)
 
-	src := filepath.Join(runtime.GOROOT(), "src")
-	docs, err := kb.FromPaths([]string{filepath.Join(src, "context"), filepath.Join(src, "sync"), filepath.Join(src, "net/http")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kb.Load(ctx, pool, jobs.DefaultDataset, docs); err != nil {
-		t.Fatal(err)
-	}
+	loadTopicDocs(t, pool)
 	var users []int64
 	for i := range chaosUsers {
 		name := fmt.Sprintf("chaos-%d", i)

@@ -37,14 +37,7 @@ func TestWorkerKilledMidStep(t *testing.T) {
 	defer pool.Close()
 	bin := buildGB(t)
 
-	src := filepath.Join(runtime.GOROOT(), "src")
-	docs, err := kb.FromPaths([]string{filepath.Join(src, "context"), filepath.Join(src, "sync"), filepath.Join(src, "net/http")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kb.Load(ctx, pool, jobs.DefaultDataset, docs); err != nil {
-		t.Fatal(err)
-	}
+	loadTopicDocs(t, pool)
 	if _, err := jobs.CreateKey(ctx, pool, "crash"); err != nil {
 		t.Fatal(err)
 	}
@@ -198,5 +191,19 @@ func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
 			t.Fatalf("timed out after %s waiting for %s", within, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// loadTopicDocs loads the Go sources of context, sync and net/http into the
+// default dataset: what the demo topic's sub-agents search.
+func loadTopicDocs(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	src := filepath.Join(runtime.GOROOT(), "src")
+	docs, err := kb.FromPaths([]string{filepath.Join(src, "context"), filepath.Join(src, "sync"), filepath.Join(src, "net/http")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kb.Load(context.Background(), pool, jobs.DefaultDataset, docs); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/jobs"
-	"github.com/gbresearch/gb/jobs/kb"
 )
 
 // TestPostgresRestartsAndOutage runs `gb dev` (API and worker in one
@@ -49,14 +47,7 @@ func TestPostgresRestartsAndOutage(t *testing.T) {
 	if _, err := db.Migrate(ctx, pool, nil); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(runtime.GOROOT(), "src")
-	docs, err := kb.FromPaths([]string{filepath.Join(src, "context"), filepath.Join(src, "sync"), filepath.Join(src, "net/http")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kb.Load(ctx, pool, jobs.DefaultDataset, docs); err != nil {
-		t.Fatal(err)
-	}
+	loadTopicDocs(t, pool)
 	key, err := jobs.CreateKey(ctx, pool, "restart")
 	if err != nil {
 		t.Fatal(err)
