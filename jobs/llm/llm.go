@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 	"unicode/utf8"
 )
 
@@ -113,21 +114,122 @@ type Request struct {
 	System   string
 	Messages []Message
 	Tools    []ToolSpec
-	// MaxCompletionTokens caps the tokens of the answer; 0 means no cap.
+	// ToolChoice is ToolChoiceNone to keep the tools in the request (so
+	// that the provider's cached prefix still matches) while the model may
+	// not call them; "" lets the model choose.
+	ToolChoice string
+	// MaxCompletionTokens caps the tokens of the answer, a reasoning
+	// model's thinking included; 0 means no cap.
 	MaxCompletionTokens int
 }
 
+// ToolChoiceNone forbids tool calls in a request that still lists its tools.
+const ToolChoiceNone = "none"
+
 // Usage counts the tokens of one model call and what it cost.
 type Usage struct {
-	PromptTokens     int
-	CompletionTokens int
-	CostUSD          float64
+	PromptTokens int
+	// CachedPromptTokens is the part of PromptTokens the provider read
+	// from its prompt cache, billed at its cached rate.
+	CachedPromptTokens int
+	CompletionTokens   int
+	// ReasoningTokens is the part of CompletionTokens a reasoning model
+	// spent thinking: billed as output, never shown.
+	ReasoningTokens int
+	CostUSD         float64
 }
+
+// Add is the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:       u.PromptTokens + v.PromptTokens,
+		CachedPromptTokens: u.CachedPromptTokens + v.CachedPromptTokens,
+		CompletionTokens:   u.CompletionTokens + v.CompletionTokens,
+		ReasoningTokens:    u.ReasoningTokens + v.ReasoningTokens,
+		CostUSD:            u.CostUSD + v.CostUSD,
+	}
+}
+
+// Zero reports whether the usage counts nothing.
+func (u Usage) Zero() bool { return u == Usage{} }
+
+// Why a model stopped its answer (Response.FinishReason).
+const (
+	FinishStop          = "stop"
+	FinishToolCalls     = "tool_calls"
+	FinishLength        = "length" // cut at the completion cap
+	FinishContentFilter = "content_filter"
+)
 
 // Response is the model's answer: one assistant message and its usage.
 type Response struct {
 	Message Message
 	Usage   Usage
+	// FinishReason says why the answer ended (the Finish* values; "" when
+	// the provider did not say).
+	FinishReason string
+	// Refused is set when the model declined to answer; Message.Content
+	// then holds its refusal.
+	Refused bool
+	// Limits is what the provider said of its rate limits with the answer;
+	// nil when it said nothing.
+	Limits *RateLimits
+}
+
+// RateLimits is a provider's word on its rate limits (OpenAI's
+// x-ratelimit-* headers): the limits per minute, what is left of them, and
+// how long until they are whole again. A zero field was not given.
+type RateLimits struct {
+	LimitRequests     int
+	RemainingRequests int
+	ResetRequests     time.Duration
+	LimitTokens       int
+	RemainingTokens   int
+	ResetTokens       time.Duration
+}
+
+// Profile is what the agent must know of a model beyond its name: its
+// context window, the completion caps to send, and its prices.
+type Profile struct {
+	// ContextWindow is the most tokens a request may hold, its prompt and
+	// its completion cap together; 0 means no known limit.
+	ContextWindow int
+	// StepCap is the completion cap of a call that may call tools.
+	StepCap int
+	// ReportCap is the completion cap of a call that writes a report.
+	ReportCap int
+	// Reasoning marks a model that thinks before it answers: its caps
+	// include room for that, and its thinking is billed as output.
+	Reasoning bool
+	// Price is what its tokens cost; Priced is false when it is unknown
+	// (its calls then cost 0).
+	Price  Price
+	Priced bool
+}
+
+// Price is what a model costs, in US dollars per million tokens.
+type Price struct {
+	// Input is the price of one million prompt tokens not read from the cache.
+	Input float64
+	// CachedInput is the price of one million prompt tokens read from the
+	// provider's prompt cache.
+	CachedInput float64
+	// Output is the price of one million completion tokens, reasoning
+	// included.
+	Output float64
+}
+
+// Cost is the price of the tokens u counts.
+func (p Price) Cost(u Usage) float64 {
+	cached := min(max(u.CachedPromptTokens, 0), u.PromptTokens)
+	return (float64(u.PromptTokens-cached)*p.Input + float64(cached)*p.CachedInput +
+		float64(u.CompletionTokens)*p.Output) / 1e6
+}
+
+// Profiler is implemented by models that know their Profile. A model
+// without it has no context window, default caps and no price.
+type Profiler interface {
+	Profile() Profile
 }
 
 // Model is a chat model that can call tools.
@@ -138,10 +240,73 @@ type Model interface {
 	Complete(ctx context.Context, req Request) (Response, error)
 }
 
-// ErrPermanent marks a model error that a retry cannot fix (a malformed
-// response, a rejected request). The step job fails the run on it instead
-// of retrying.
+// ErrPermanent marks a model error that a retry cannot fix (a rejected
+// request, an answer that is wrong the same way every time). The step job
+// fails the run on it instead of retrying.
 var ErrPermanent = errors.New("permanent model error")
+
+// Errors a Model returns inside a *CallError, each telling the step what to
+// do next.
+var (
+	// ErrRateLimited: the provider refused the call for want of capacity
+	// (HTTP 429 with a rate-limit error). It was not billed; try again
+	// after CallError.RetryAfter.
+	ErrRateLimited = errors.New("rate limited")
+	// ErrTooLarge: the request alone is more than the provider's token rate
+	// limit allows ("Request too large"): it can never succeed at this size.
+	ErrTooLarge = errors.New("request too large for the rate limit")
+	// ErrContextLength: the prompt and the completion cap do not fit the
+	// model's context window.
+	ErrContextLength = errors.New("context length exceeded")
+	// ErrUnusable: the provider answered, and billed, but the answer holds
+	// nothing to use (no choices; a message with neither content nor tool
+	// calls). CallError.Usage is what it cost.
+	ErrUnusable = errors.New("unusable answer")
+	// ErrTransient: a failure a later attempt may not meet (a 5xx, a
+	// connection dropped, a timeout).
+	ErrTransient = errors.New("transient model error")
+)
+
+// CallError is the error of a model call that did not give a usable answer.
+type CallError struct {
+	// Err is one of the Err* values above, possibly joined with its cause.
+	Err error
+	// RetryAfter is how long the provider asked to wait; 0 when it did not say.
+	RetryAfter time.Duration
+	// Usage is what the call cost when the provider billed it (ErrUnusable).
+	Usage Usage
+	// Limits is the provider's word on its rate limits, when it gave one.
+	Limits *RateLimits
+	// Sent says the request reached the provider, which may have billed it
+	// even if no answer came back (the caller's context ended meanwhile).
+	Sent bool
+}
+
+func (e *CallError) Error() string { return e.Err.Error() }
+
+// Unwrap gives errors.Is and errors.As the error inside.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// EstimatePromptTokens is a deterministic, slightly generous estimate of
+// the prompt tokens of a request: four bytes a token, plus the overhead of
+// each message and tool. A provider's tokenizer may count more for text
+// dense in punctuation; callers keep a margin.
+func EstimatePromptTokens(req Request) int {
+	const perMessage, perTool, bytesPerToken = 4, 8, 4
+	n := 3 + perMessage + tokensOf(len(req.System), bytesPerToken)
+	for _, m := range req.Messages {
+		n += perMessage + tokensOf(len(m.Content)+len(m.Name)+len(m.ToolCallID), bytesPerToken)
+		for _, c := range m.ToolCalls {
+			n += perMessage + tokensOf(len(c.ID)+len(c.Name)+len(c.ArgumentsText()), bytesPerToken)
+		}
+	}
+	for _, t := range req.Tools {
+		n += perTool + tokensOf(len(t.Name)+len(t.Description)+len(t.Parameters), bytesPerToken)
+	}
+	return n
+}
+
+func tokensOf(bytes, per int) int { return (bytes + per - 1) / per }
 
 // HasTool reports whether the request offers the named tool.
 func (r Request) HasTool(name string) bool {
