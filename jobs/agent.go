@@ -87,6 +87,10 @@ type Config struct {
 	// Queue is the River queue of the agent's jobs (river.QueueDefault);
 	// a benchmark sharing a database with live workers uses its own.
 	Queue string
+	// RateLimits are the providers' limits of each model, by model name,
+	// shared by every worker through Postgres; a model with none is
+	// limited by what its provider says in its answers (see ratelimit.go).
+	RateLimits map[string]RateLimit
 	// Guest makes a working agent leave the database's upkeep to others:
 	// it runs no maintenance pass and takes no part in River's leader
 	// election (a benchmark beside live workers).
@@ -146,6 +150,7 @@ type Agent struct {
 	types     *Types
 	models    []llm.Model // the models a sub-agent may be given, the default first
 	river     *river.Client[pgx.Tx]
+	rate      *limiter // the shared rate limits, this process's side
 
 	// stopping is set once Stop is called: running jobs hand their runs
 	// over after the step they are making.
@@ -216,7 +221,7 @@ func New(d Deps) (*Agent, error) {
 		return nil, fmt.Errorf("invalid agent config: %w", err)
 	}
 	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer, fault: d.Fault,
-		search: d.Search, fetch: d.Fetch,
+		search: d.Search, fetch: d.Fetch, rate: newLimiter(cfg.RateLimits),
 		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})
@@ -341,6 +346,9 @@ type stepWorker struct {
 	river.WorkerDefaults[StepArgs]
 	agent *Agent
 }
+
+// NextRetry is when a failed step runs again (nextRetry).
+func (w *stepWorker) NextRetry(job *river.Job[StepArgs]) time.Time { return nextRetry(job.Attempt) }
 
 // Timeout is the longest a step job runs: its slice and its last step.
 func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return w.agent.config.jobTimeout() }

@@ -1,33 +1,42 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
 // This file keeps a tree within its budget. Before a model call, the step
-// reserves what the call may cost at most (its prompt, estimated, plus the
-// completion cap it sends) with the tree's root row locked, so concurrent
-// agents cannot all pass one check; the step's commit settles the
-// reservation with the call's real usage, and a failed call releases it.
-// Every paid call has one row in gb_model_calls keyed by its job and
-// attempt, so its usage is counted once whether its step commits or not.
+// reserves what the call may cost at most (its prompt, estimated and priced
+// at the uncached rate, plus the completion cap it sends) with the tree's
+// root row locked, so concurrent agents cannot all pass one check; the
+// reservation is the call's ledger row (calls.go), which the step's commit
+// settles with the call's real usage. A share of the budget is kept apart
+// for the root's closing report: every other call, the sub-agents' and the
+// root's own, must fit in the rest, and what they overspend is taken from
+// that rest, never from the report's share.
 
 // Defaults of the budget.
 const (
-	// MaxCompletionTokensDefault is the completion cap a step sends.
-	MaxCompletionTokensDefault = 4096
+	// MaxCompletionTokensDefault is the most any call may ask for; the cap
+	// a call sends is sized to what it is for (Profile's StepCap and
+	// ReportCap) and lowered to it.
+	MaxCompletionTokensDefault = 16384
+	// StepCapDefault and ReportCapDefault are the completion caps of a
+	// model that does not say its own (llm.Profiler): a call that may
+	// call tools, and a call that writes a report.
+	StepCapDefault   = 1024
+	ReportCapDefault = 4096
 	// minCompletionTokens is the smallest completion cap worth a call.
 	minCompletionTokens = 256
 	// reportShare is the share of a tree's budget kept for the root's
-	// closing report: every other call must leave it untouched.
+	// closing report.
 	reportShare = 0.25
 	// budgetWait is how long a step waits for reservations in flight to
 	// settle when they leave too little for it.
@@ -36,29 +45,39 @@ const (
 
 // UsageEstimator is implemented by models that can tell, before a call,
 // the most it will use: its prompt tokens and the request's completion cap,
-// and their price. Models without it are estimated at four characters a
-// token with no price.
+// and their price. Other models are estimated with llm.EstimatePromptTokens
+// and priced from their Profile.
 type UsageEstimator interface {
 	EstimateUsage(req llm.Request) llm.Usage
 }
 
-// estimateUsage is the most a request of the run may use by its model's
-// estimate.
+// estimateUsage is the most a request of the run may use: its prompt, as
+// the provider is likely to count it, at the uncached rate, and its
+// completion cap.
 func (a *Agent) estimateUsage(run *Run, req llm.Request) llm.Usage {
-	if e, ok := a.modelFor(run).(UsageEstimator); ok {
-		return e.EstimateUsage(req)
+	m := a.modelFor(run)
+	if e, ok := m.(UsageEstimator); ok {
+		u := e.EstimateUsage(req)
+		u.CachedPromptTokens = 0
+		return u
 	}
-	n := len(req.System)
-	for _, m := range req.Messages {
-		n += len(m.Content)
-		for _, c := range m.ToolCalls {
-			n += len(c.Name) + len(c.Arguments)
-		}
+	u := llm.Usage{PromptTokens: a.rate.scale(m.Name(), llm.EstimatePromptTokens(req)),
+		CompletionTokens: req.MaxCompletionTokens}
+	if p := profileOf(m); p.Priced {
+		u.CostUSD = p.Price.Cost(u)
 	}
-	for _, t := range req.Tools {
-		n += len(t.Name) + len(t.Description) + len(t.Parameters)
+	return u
+}
+
+// profileOf is a model's profile, or the defaults of a model that has none.
+func profileOf(m llm.Model) llm.Profile {
+	p := llm.Profile{}
+	if pm, ok := m.(llm.Profiler); ok {
+		p = pm.Profile()
 	}
-	return llm.Usage{PromptTokens: (n + 3) / 4, CompletionTokens: req.MaxCompletionTokens}
+	p.StepCap = cmp.Or(p.StepCap, StepCapDefault)
+	p.ReportCap = cmp.Or(p.ReportCap, ReportCapDefault)
+	return p
 }
 
 // budget is a tree's limits and what it has spent and holds in flight.
@@ -71,28 +90,16 @@ type budget struct {
 	inFlightCost   float64
 }
 
-// verdict is what a reservation found.
+// verdict is what an admission found.
 type verdict int
 
 const (
 	admitted  verdict = iota // the call may go ahead
 	exhausted                // the tree has spent what the call may use
 	mustWait                 // calls in flight hold what it needs; try again soon
+	queued                   // its rate-limit capacity comes later: come back then
+	tooLarge                 // the call alone is more than the token rate limit
 )
-
-// callKey names one model call in the ledger: the job that made it, the
-// job's attempt, and the step it was made for (a job may make several
-// consecutive steps of its run).
-type callKey struct {
-	job     int64
-	attempt int
-	step    int
-}
-
-// keyOf is the ledger key of a job's call for a step.
-func keyOf(job *river.Job[StepArgs], step int) callKey {
-	return callKey{job: job.ID, attempt: job.Attempt, step: step}
-}
 
 // limits are the budget a tree's root was given (nil: none).
 type limits struct {
@@ -103,55 +110,57 @@ type limits struct {
 // none reports whether the tree has no budget.
 func (l limits) none() bool { return l.maxTokens == nil && l.maxCost == nil }
 
-// reservation is the budget a step holds for its model call.
-type reservation struct {
-	held bool // a row was written and must be settled or released
+// admission is what a step may do with its model call.
+type admission struct {
+	verdict verdict
+	call    callRef   // the call's ledger row, when admitted
+	at      time.Time // when a queued call may start
+	reason  string    // why the budget did not admit it
 }
 
-// reserve admits a model call against its tree's budget. It sets the
-// request's completion cap; when the tree has a budget it shrinks the cap
-// to what is left and records the reservation. closing is the root's last
-// report, which may use the share of the budget kept for it. reason says
-// why a call was not admitted.
-func (a *Agent) reserve(ctx context.Context, key callKey, run *Run, lim limits, req *llm.Request,
-	closing bool) (res reservation, v verdict, reason string, err error) {
-	req.MaxCompletionTokens = a.config.MaxCompletionTokens
-	if lim.none() {
-		return res, admitted, "", nil
+// admit admits a model call: against its tree's budget (shrinking the
+// request's completion cap to what is left), then against its model's
+// rate limit, writing its ledger row. closing is the root's last report,
+// which may use the share of the budget kept for it.
+func (a *Agent) admit(ctx context.Context, t *turn, step int, req *llm.Request, closing bool) (admission, error) {
+	if t.limits.none() {
+		c, err := a.admitCall(ctx, a.pool, t, step, *req, a.estimateUsage(t.run, *req))
+		return admissionOf(c), err
 	}
-	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		b, err := lockBudget(ctx, tx, run.RootID)
+	var ad admission
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		b, err := lockBudget(ctx, tx, t.run.RootID)
 		if err != nil {
 			return err
 		}
-		var est llm.Usage
-		v, reason, est = a.admit(run, b, req, closing)
+		v, reason := a.fit(t.run, b, req, closing)
 		if v != admitted {
+			ad = admission{verdict: v, reason: reason}
 			return nil
 		}
-		res.held = true
-		_, err = tx.Exec(ctx, `WITH gone AS (
-				UPDATE gb_model_calls SET status = 'released'
-				WHERE job_id = $1 AND attempt < $2 AND status = 'reserved')
-			INSERT INTO gb_model_calls (job_id, attempt, step, run_id, root_id, status, reserved_tokens, reserved_cost_usd)
-			VALUES ($1, $2, $7, $3, $4, 'reserved', $5, $6)
-			ON CONFLICT (job_id, attempt, step) DO UPDATE SET status = 'reserved',
-				reserved_tokens = excluded.reserved_tokens, reserved_cost_usd = excluded.reserved_cost_usd`,
-			key.job, key.attempt, run.ID, run.RootID, est.PromptTokens+est.CompletionTokens, est.CostUSD, key.step)
-		if err != nil {
-			return fmt.Errorf("error reserving budget: %w", err)
-		}
-		return nil
+		c, err := a.admitCall(ctx, tx, t, step, *req, a.estimateUsage(t.run, *req))
+		ad = admissionOf(c)
+		return err
 	})
-	if err != nil {
-		return reservation{}, 0, "", err
+	return ad, err
+}
+
+// admissionOf is the admission of a call its budget admitted.
+func admissionOf(c capacity) admission {
+	switch {
+	case c.tooLarge:
+		return admission{verdict: tooLarge}
+	case c.queued:
+		return admission{verdict: queued, call: c.call, at: c.at}
+	default:
+		return admission{verdict: admitted, call: c.call}
 	}
-	return res, v, reason, nil
 }
 
 // lockBudget locks the root of a tree and reads its budget, then (in a
 // statement of its own, so that it sees what committed while it waited for
-// the lock) what the tree spent and what calls in flight hold.
+// the lock) what the tree spent and what calls in flight hold: the calls
+// whose job attempt is still running.
 func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 	var b budget
 	var maxTokens *int64
@@ -170,7 +179,8 @@ func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 			(SELECT coalesce(sum(tokens), 0)::bigint FROM gb_agent_research_runs WHERE root_id = $1),
 			(SELECT coalesce(sum(cost_usd), 0)::float8 FROM gb_agent_research_runs WHERE root_id = $1),
 			coalesce(sum(c.reserved_tokens), 0)::bigint, coalesce(sum(c.reserved_cost_usd), 0)::float8
-		FROM gb_model_calls c JOIN river_job j ON j.id = c.job_id AND j.attempt = c.attempt AND j.state = 'running'
+		FROM gb_model_calls c JOIN river_job j ON j.id = c.job_id AND j.state = 'running'
+			AND j.attempted_at IS NOT DISTINCT FROM c.job_attempted_at
 		WHERE c.root_id = $1 AND c.status = 'reserved'`, rootID).
 		Scan(&b.spentTokens, &b.spentCost, &b.inFlightTokens, &b.inFlightCost)
 	if err != nil {
@@ -179,95 +189,81 @@ func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 	return b, nil
 }
 
-// admit decides on a call and shrinks its completion cap to what is left;
-// it returns the usage to reserve.
-func (a *Agent) admit(run *Run, b budget, req *llm.Request, closing bool) (verdict, string, llm.Usage) {
-	share := 1 - reportShare
+// fit decides on a call against the tree's budget and shrinks its
+// completion cap to what is left. Every call but the root's closing one
+// must fit, with the calls in flight, in the budget less the report's
+// share; the closing call may use what is left of the whole budget, and
+// never less than the report's share, so that what other calls overspent
+// is not taken from it.
+func (a *Agent) fit(run *Run, b budget, req *llm.Request, closing bool) (verdict, string) {
+	share, inFlightTokens, inFlightCost := 1-reportShare, b.inFlightTokens, b.inFlightCost
 	if closing {
-		share = 1
+		share, inFlightTokens, inFlightCost = 1, 0, 0
 	}
 	if b.maxTokens > 0 {
 		limit := int64(math.Floor(float64(b.maxTokens) * share))
-		promptEst := int64(a.estimateUsage(run, *req).PromptTokens)
-		need := promptEst + minCompletionTokens
-		if req.MaxCompletionTokens < minCompletionTokens {
-			need = promptEst + int64(req.MaxCompletionTokens)
+		if closing {
+			limit = max(b.maxTokens-b.spentTokens, int64(math.Floor(float64(b.maxTokens)*reportShare))) + b.spentTokens
 		}
+		promptEst := int64(a.estimateUsage(run, *req).PromptTokens)
+		need := promptEst + int64(min(req.MaxCompletionTokens, minCompletionTokens))
 		switch {
 		case b.spentTokens+need > limit:
-			return exhausted, fmt.Sprintf("budget exhausted: the research has used %d of its %d tokens", b.spentTokens, b.maxTokens), llm.Usage{}
-		case b.spentTokens+b.inFlightTokens+need > limit:
-			return mustWait, "", llm.Usage{}
+			return exhausted, fmt.Sprintf("budget exhausted: the research has used %d of its %d tokens", b.spentTokens, b.maxTokens)
+		case b.spentTokens+inFlightTokens+need > limit:
+			return mustWait, ""
 		}
-		req.MaxCompletionTokens = int(min(int64(req.MaxCompletionTokens), limit-b.spentTokens-b.inFlightTokens-promptEst))
+		req.MaxCompletionTokens = int(min(int64(req.MaxCompletionTokens), limit-b.spentTokens-inFlightTokens-promptEst))
 	}
-	est := a.estimateUsage(run, *req)
 	if b.maxCost > 0 {
 		limit := b.maxCost * share
-		switch {
-		case b.spentCost+est.CostUSD > limit || b.spentCost >= limit:
-			return exhausted, fmt.Sprintf("budget exhausted: the research has spent $%.4f of its $%.4f", b.spentCost, b.maxCost), llm.Usage{}
-		case b.spentCost+b.inFlightCost+est.CostUSD > limit:
-			return mustWait, "", llm.Usage{}
+		if closing {
+			limit = max(b.maxCost-b.spentCost, b.maxCost*reportShare) + b.spentCost
+		}
+		left := limit - b.spentCost - inFlightCost
+		if !a.shrinkToCost(run, req, left) {
+			if b.spentCost+a.smallestCost(run, *req) > limit {
+				return exhausted, fmt.Sprintf("budget exhausted: the research has spent $%.4f of its $%.4f", b.spentCost, b.maxCost)
+			}
+			return mustWait, ""
 		}
 	}
-	return admitted, "", est
+	return admitted, ""
 }
 
-// release gives back a reservation whose call failed and cost nothing.
-func (a *Agent) release(ctx context.Context, key callKey, res reservation) {
-	if !res.held {
-		return
+// shrinkToCost lowers the request's completion cap so that its estimate
+// costs at most left dollars, keeping at least minCompletionTokens (or the
+// cap, when smaller); false when even that does not fit.
+func (a *Agent) shrinkToCost(run *Run, req *llm.Request, left float64) bool {
+	est := a.estimateUsage(run, *req)
+	if est.CostUSD <= left {
+		return true
 	}
-	_, err := a.pool.Exec(context.WithoutCancel(ctx), `UPDATE gb_model_calls SET status = 'released'
-		WHERE job_id = $1 AND attempt = $2 AND step = $3 AND status = 'reserved'`, key.job, key.attempt, key.step)
-	if err != nil {
-		// In-flight reservations count only while their job's attempt runs.
-		a.logger.WarnContext(ctx, "could not release a budget reservation", "job_id", key.job, "err", err)
+	floor := min(req.MaxCompletionTokens, minCompletionTokens)
+	perToken := 0.0
+	if req.MaxCompletionTokens > 0 {
+		perToken = (est.CostUSD - a.smallestCost(run, withCap(*req, 0))) / float64(req.MaxCompletionTokens)
 	}
+	if perToken <= 0 {
+		return false
+	}
+	fixed := est.CostUSD - perToken*float64(req.MaxCompletionTokens)
+	capFits := int(math.Floor((left - fixed) / perToken))
+	if capFits < floor {
+		return false
+	}
+	req.MaxCompletionTokens = min(req.MaxCompletionTokens, capFits)
+	return true
 }
 
-// settleSQL records a call's usage on its run once: it settles the call's
-// row (or makes it) and adds the usage to the run only when it did.
-const settleSQL = `WITH c AS (
-		INSERT INTO gb_model_calls (job_id, attempt, step, run_id, root_id, status, prompt_tokens, completion_tokens, cost_usd, committed)
-		VALUES ($1, $2, $9, $3, $4, 'settled', $5, $6, $7, $8)
-		ON CONFLICT (job_id, attempt, step) DO UPDATE SET status = 'settled', prompt_tokens = excluded.prompt_tokens,
-			completion_tokens = excluded.completion_tokens, cost_usd = excluded.cost_usd, committed = excluded.committed
-		WHERE gb_model_calls.status <> 'settled'
-		RETURNING run_id)
-	UPDATE gb_agent_research_runs SET
-		prompt_tokens = prompt_tokens + $5, completion_tokens = completion_tokens + $6,
-		tokens = tokens + $5 + $6, cost_usd = cost_usd + $7
-	WHERE id IN (SELECT run_id FROM c)`
-
-// settle adds a call's usage to its run, once per job attempt. committed
-// says whether the step that paid for it is recorded in the same
-// transaction.
-func settle(ctx context.Context, db DB, key callKey, run *Run, u llm.Usage, committed bool) error {
-	_, err := db.Exec(ctx, settleSQL, settleArgs(key, run, u, committed)...)
-	if err != nil {
-		return fmt.Errorf("error recording usage of run %d: %w", run.ID, err)
-	}
-	return nil
+// smallestCost is the estimate of the request with the smallest cap worth
+// a call.
+func (a *Agent) smallestCost(run *Run, req llm.Request) float64 {
+	return a.estimateUsage(run, withCap(req, min(req.MaxCompletionTokens, minCompletionTokens))).CostUSD
 }
 
-// settleArgs are the arguments of settleSQL.
-func settleArgs(key callKey, run *Run, u llm.Usage, committed bool) []any {
-	return []any{key.job, key.attempt, run.ID, run.RootID, u.PromptTokens, u.CompletionTokens, u.CostUSD, committed, key.step}
-}
-
-// settleLost records the usage of a paid call whose step did not commit,
-// on a context of its own: the step will be retried and pay again, and
-// both calls count.
-func (a *Agent) settleLost(ctx context.Context, key callKey, run *Run, u llm.Usage) {
-	if u.PromptTokens == 0 && u.CompletionTokens == 0 && u.CostUSD == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := settle(ctx, a.pool, key, run, u, false); err != nil {
-		a.logger.ErrorContext(ctx, "could not record the usage of a step that did not commit",
-			"run_id", run.ID, "job_id", key.job, "attempt", key.attempt, "step", key.step, "err", err)
-	}
+// withCap is the request with another completion cap.
+func withCap(req llm.Request, n int) llm.Request {
+	req.MaxCompletionTokens = n
+	return req
 }

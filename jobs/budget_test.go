@@ -44,7 +44,7 @@ func TestTightBudgetHoldsUnderConcurrentSubagents(t *testing.T) {
 	const budget = 150
 	model := &meteredModel{prompt: 20, completion: 10, promptError: 2, fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
 		switch {
-		case len(req.Tools) == 0:
+		case !req.MayCallTools():
 			return llm.Message{Content: "report of " + topic(req)}, nil
 		case topic(req) != "root":
 			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query":"context"}`)}}, nil

@@ -20,7 +20,15 @@ type stepCommit struct {
 	inputIDs []int64       // the messages the prelude delivered
 	reply    llm.Message
 	reads    []*readResult // what the read-only tools produced, by call
-	usage    llm.Usage
+	usage    llm.Usage     // the step's: its model call's and its tools'
+	call     callRef       // the model call's ledger row
+	callUse  llm.Usage     // the model call's own usage
+	// notes are told to the model after the step's tool results: what
+	// happened to a reply that was cut off or refused.
+	notes []llm.Message
+	// goOn keeps the run going after a reply with no tool calls that is
+	// not a report (cut off, or a refusal the model may take back).
+	goOn bool
 }
 
 // pendingEvent is an event of a step, inserted with the step's own.
@@ -79,6 +87,7 @@ func (a *Agent) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 		msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name,
 			Content: env.readResult(call, c.reads[i])})
 	}
+	msgs = append(msgs, c.notes...)
 	rec, err := newRecord(c, run, env, msgs, true)
 	if err != nil {
 		return false, err
@@ -124,7 +133,7 @@ func (a *Agent) dropStep(ctx context.Context, c *stepCommit) error {
 // its tree locked (run is nil when it was deleted), and completes the job.
 func (a *Agent) dropLocked(ctx context.Context, tx pgx.Tx, c *stepCommit, run *Run) error {
 	if run != nil {
-		if err := settle(ctx, tx, keyOf(c.turn.job, c.step), run, c.usage, false); err != nil {
+		if err := settleCall(ctx, tx, c.call, c.callUse, true, false, outcomeDropped); err != nil {
 			return err
 		}
 	}
@@ -157,8 +166,12 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 			}
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result})
 		}
+		msgs = append(msgs, c.notes...)
 		a.injectFault(FaultAfterTools)
 		next := outcomeOf(env, c.reply)
+		if next == succeeded && c.goOn {
+			next = nextStep
+		}
 		more = next == nextStep && !spawns(c.reply.ToolCalls) && a.continues(ctx, t)
 		rec, err := newRecord(c, run, env, msgs, more)
 		if err != nil {
@@ -298,15 +311,18 @@ func newRecord(c *stepCommit, run *Run, env *toolEnv, msgs []llm.Message, more b
 	if inputIDs == nil {
 		inputIDs = []int64{}
 	}
-	u, key := c.usage, keyOf(c.turn.job, c.step)
+	u, cu := c.usage, c.callUse
 	return &record{step: c.step, state: state, usage: u, args: []any{run.ID, c.step, state, b,
-		u.PromptTokens, u.CompletionTokens, u.CostUSD, states, key.job, key.attempt,
-		kinds, datas, inputIDs, sources, EventsChannel, at}}, nil
+		u.PromptTokens, u.CompletionTokens, u.CostUSD, states, c.call.id, u.CachedPromptTokens,
+		kinds, datas, inputIDs, sources, EventsChannel, at, u.ReasoningTokens,
+		cu.PromptTokens, cu.CompletionTokens, cu.CostUSD}}, nil
 }
 
 // apply brings run up to date with what the record wrote.
 func (r *record) apply(run *Run) {
 	run.PromptTokens += int64(r.usage.PromptTokens)
+	run.CachedTokens += int64(r.usage.CachedPromptTokens)
+	run.ReasoningTokens += int64(r.usage.ReasoningTokens)
 	run.CompletionTokens += int64(r.usage.CompletionTokens)
 	run.Tokens += int64(r.usage.PromptTokens + r.usage.CompletionTokens)
 	run.CostUSD += r.usage.CostUSD
@@ -380,10 +396,4 @@ func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error)
 		}
 	}
 	return nil, nil
-}
-
-// addUsage is the sum of two usages.
-func addUsage(a, b llm.Usage) llm.Usage {
-	return llm.Usage{PromptTokens: a.PromptTokens + b.PromptTokens,
-		CompletionTokens: a.CompletionTokens + b.CompletionTokens, CostUSD: a.CostUSD + b.CostUSD}
 }

@@ -19,7 +19,7 @@ import (
 // the step after the given number of searches.
 func searchThenReport(searches int) *scriptModel {
 	return &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
-		if turns(req) >= searches || len(req.Tools) == 0 {
+		if turns(req) >= searches || !req.MayCallTools() {
 			return llm.Message{Content: "the report"}, nil
 		}
 		return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query":"context deadline"}`)}}, nil
@@ -204,7 +204,7 @@ func TestTreesUnderWayGoFirst(t *testing.T) {
 	order := &startOrder{names: map[int64]string{}}
 	model := &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
 		switch {
-		case strings.HasPrefix(topic(req), "part"), topic(req) == "tree B", len(req.Tools) == 0, turns(req) >= 2:
+		case strings.HasPrefix(topic(req), "part"), topic(req) == "tree B", !req.MayCallTools(), turns(req) >= 2:
 			return llm.Message{Content: "report of " + topic(req)}, nil
 		case turns(req) == 1:
 			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil

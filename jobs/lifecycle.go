@@ -24,6 +24,9 @@ type working struct {
 // begin takes the liveness lock and starts the maintenance loop (unless
 // the agent is a guest); it must come before the River client starts.
 func (a *Agent) begin(ctx context.Context) error {
+	if err := a.rate.sync(ctx, a.pool); err != nil {
+		return err
+	}
 	live, err := a.holdLiveness(ctx)
 	if err != nil {
 		return err

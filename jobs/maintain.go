@@ -47,6 +47,9 @@ type MaintainResult struct {
 	Lost int `json:"lost"`
 	// Resumed counts parked parents resumed that had lost their resume.
 	Resumed int `json:"resumed"`
+	// LostCalls counts model calls in flight when their worker died,
+	// settled at their estimates.
+	LostCalls int `json:"lost_calls"`
 }
 
 // Maintain does the queue's maintenance once: it rescues at once the

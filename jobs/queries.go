@@ -27,6 +27,11 @@ const rootLimitsSQL = `SELECT t.max_tokens, t.max_cost_usd::float8 FROM gb_agent
 // a row per step, in order.
 const conversationSQL = `SELECT messages FROM gb_agent_research_steps WHERE run_id = $1 ORDER BY step`
 
+// refusalsSQL counts, by step, the calls of a run that the provider
+// refused for their size ($2, $3: the outcomes that say so).
+const refusalsSQL = `SELECT step, count(*)::int FROM gb_model_calls
+	WHERE run_id = $1 AND status = 'released' AND outcome IN ($2, $3) GROUP BY step`
+
 // parentInputsSQL lists the unread messages a sub-agent's parent sent it.
 const parentInputsSQL = `SELECT m.id, m.text FROM gb_messages m JOIN gb_agent_research_runs r ON r.id = m.to_id
 	WHERE m.to_id = $1 AND m.from_id = r.parent_id AND m.read_at IS NULL ORDER BY m.id`
@@ -44,32 +49,36 @@ const lockRootSQL = `SELECT id FROM gb_agent_research_runs WHERE id = $1 FOR UPD
 // recordStepSQL records a step in one statement, if the run is still at
 // the step before it and still going (not ended, not parked, not deleted):
 // it marks the run at that step, in the state it is left in ($3), with the
-// call's usage added; it inserts the step's messages, the states it went
-// through ($8, in order, each at the step of $16), the call's row in the ledger (job $9, attempt
-// $10), its events ($11 and $12, in order), the sources its tools read
-// ($14, a JSON array), and marks the messages it delivered ($13) read. It
-// returns whether it recorded the step, and queues a NOTIFY for the tree
-// when a reader holds a live lease on its events (see addEventSQL). The
-// caller holds the tree's root lock.
+// step's usage added ($5 prompt, $10 of them cached, $6 completion, $17 of
+// them reasoning, $7 dollars: the model call's and its tools'); it inserts
+// the step's messages, the states it went through ($8, in order, each at
+// the step of $16), its events ($11 and $12, in order), the sources its
+// tools read ($14, a JSON array), marks the messages it delivered ($13)
+// read, and settles the model call's ledger row ($9) with the call's own
+// usage ($18 prompt, $19 completion, $20 dollars). It returns whether it
+// recorded the step, and queues a NOTIFY for the tree when a reader holds
+// a live lease on its events (see addEventSQL). The caller holds the
+// tree's root lock.
 const recordStepSQL = `WITH run AS (
 		UPDATE gb_agent_research_runs SET steps = $2, state = $3, status = 'working',
 			started_at = coalesce(started_at, now()), updated_at = now(), wait_names = '{}', wait_call_id = '',
 			prompt_tokens = prompt_tokens + $5, completion_tokens = completion_tokens + $6,
+			cached_tokens = cached_tokens + $10, reasoning_tokens = reasoning_tokens + $17,
 			tokens = tokens + $5 + $6, cost_usd = cost_usd + $7
 		WHERE id = $1 AND steps = $2 - 1 AND status IN ('queued', 'working')
 		RETURNING id, root_id, parent_id),
 	step AS (
-		INSERT INTO gb_agent_research_steps (run_id, step, messages, prompt_tokens, completion_tokens, cost_usd)
-		SELECT id, $2, $4, $5, $6, $7 FROM run),
+		INSERT INTO gb_agent_research_steps (run_id, step, messages, prompt_tokens, completion_tokens, cost_usd,
+			cached_tokens, reasoning_tokens)
+		SELECT id, $2, $4, $5, $6, $7, $10, $17 FROM run),
 	states AS (
 		INSERT INTO gb_agent_research_states (run_id, state, step)
 		SELECT run.id, u.s, u.n FROM run, unnest($8::text[], $16::int[]) WITH ORDINALITY AS u(s, n, o) ORDER BY u.o),
 	call AS (
-		INSERT INTO gb_model_calls (job_id, attempt, step, run_id, root_id, status, prompt_tokens, completion_tokens,
-			cost_usd, committed)
-		SELECT $9, $10, $2, id, root_id, 'settled', $5, $6, $7, true FROM run
-		ON CONFLICT (job_id, attempt, step) DO UPDATE SET status = 'settled', prompt_tokens = excluded.prompt_tokens,
-			completion_tokens = excluded.completion_tokens, cost_usd = excluded.cost_usd, committed = true),
+		UPDATE gb_model_calls SET status = 'settled', prompt_tokens = $18, cached_tokens = $10,
+			completion_tokens = $19, reasoning_tokens = $17, cost_usd = $20, committed = true,
+			outcome = 'answered', settled_at = now()
+		WHERE id = $9 AND status IN ('queued', 'reserved') AND EXISTS (SELECT 1 FROM run)),
 	events AS (
 		INSERT INTO gb_agent_research_events (root_id, run_id, parent_id, kind, data)
 		SELECT run.root_id, run.id, run.parent_id, u.k, u.d

@@ -72,7 +72,19 @@ func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) e
 			return err
 		}
 	}
-	return a.reconcileReaders(ctx, tx, res)
+	if err := a.reconcileReaders(ctx, tx, res); err != nil {
+		return err
+	}
+	lost, stale, err := settleLostCalls(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if lost > 0 || stale > 0 {
+		a.logger.WarnContext(ctx, "settled model calls lost with their workers at their estimates",
+			"lost", lost, "unused_capacity", stale)
+	}
+	res.LostCalls += int(lost)
+	return nil
 }
 
 // lockForRepair locks the tree of run id and says whether the run still

@@ -37,7 +37,7 @@ func TestLastStepHasNoToolsAndEndsWithAReport(t *testing.T) {
 	t.Parallel()
 	var sawNoTools atomic.Bool
 	model := &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
-		if len(req.Tools) == 0 {
+		if !req.MayCallTools() {
 			sawNoTools.Store(true)
 			return llm.Message{Content: "final report"}, nil
 		}

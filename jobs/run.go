@@ -49,26 +49,31 @@ type DB interface {
 
 // Run is one agent: a root research or a sub-agent.
 type Run struct {
-	ID               int64    `json:"id"`
-	UserID           int64    `json:"-"`
-	ParentID         *int64   `json:"parent_id"`
-	RootID           int64    `json:"root_id"`
-	Depth            int      `json:"depth"`
-	Name             string   `json:"name"`
-	Reason           string   `json:"reason"`
-	Topic            string   `json:"topic"`
-	Model            string   `json:"model"`
-	Dataset          string   `json:"dataset"`
-	Status           string   `json:"status"`
-	State            string   `json:"state"`
-	MaxSteps         int      `json:"max_steps"`
-	Steps            int      `json:"steps"`
-	PromptTokens     int64    `json:"prompt_tokens"`
-	CompletionTokens int64    `json:"completion_tokens"`
-	Tokens           int64    `json:"tokens"`
-	CostUSD          float64  `json:"cost_usd"`
-	MaxCostUSD       *float64 `json:"max_cost_usd,omitempty"`
-	MaxTokens        *int64   `json:"max_tokens,omitempty"`
+	ID               int64  `json:"id"`
+	UserID           int64  `json:"-"`
+	ParentID         *int64 `json:"parent_id"`
+	RootID           int64  `json:"root_id"`
+	Depth            int    `json:"depth"`
+	Name             string `json:"name"`
+	Reason           string `json:"reason"`
+	Topic            string `json:"topic"`
+	Model            string `json:"model"`
+	Dataset          string `json:"dataset"`
+	Status           string `json:"status"`
+	State            string `json:"state"`
+	MaxSteps         int    `json:"max_steps"`
+	Steps            int    `json:"steps"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	// CachedTokens is the part of PromptTokens the provider read from its
+	// prompt cache; ReasoningTokens the part of CompletionTokens a
+	// reasoning model spent thinking.
+	CachedTokens    int64    `json:"cached_tokens"`
+	ReasoningTokens int64    `json:"reasoning_tokens"`
+	Tokens          int64    `json:"tokens"`
+	CostUSD         float64  `json:"cost_usd"`
+	MaxCostUSD      *float64 `json:"max_cost_usd,omitempty"`
+	MaxTokens       *int64   `json:"max_tokens,omitempty"`
 	// MaxSubagents bounds the sub-agents of the run's tree.
 	MaxSubagents int `json:"max_subagents"`
 	// AgentType is a sub-agent's type ("" for a root).
@@ -114,7 +119,8 @@ func (r *Run) waitsForMessages() bool { return r.WaitCallID != "" && r.WaitKind 
 func (r *Run) IsRoot() bool { return r.ParentID == nil }
 
 const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic, model, dataset,
-	status, state, max_steps, steps, prompt_tokens, completion_tokens, tokens, cost_usd::float8,
+	status, state, max_steps, steps, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
+	tokens, cost_usd::float8,
 	max_cost_usd::float8, max_tokens, max_subagents, agent_type, deadline, wait_names, wait_call_id,
 	wait_kind, wait_until, wait_read_to, report, error,
 	created_at, started_at, updated_at, ended_at, tree_started_at`
@@ -126,7 +132,7 @@ func scanRun(row pgx.Row) (*Run, error) {
 	var r Run
 	err := row.Scan(&r.ID, &r.UserID, &r.ParentID, &r.RootID, &r.Depth, &r.Name, &r.Reason,
 		&r.Topic, &r.Model, &r.Dataset, &r.Status, &r.State, &r.MaxSteps, &r.Steps,
-		&r.PromptTokens, &r.CompletionTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
+		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
 		&r.MaxSubagents, &r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID,
 		&r.WaitKind, &r.WaitUntil, &r.WaitReadTo, &r.Report, &r.Error,
 		&r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt, &r.TreeStartedAt)

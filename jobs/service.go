@@ -109,6 +109,9 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 	if p.MaxTokens == 0 {
 		p.MaxTokens = a.config.MaxTokens
 	}
+	if err := a.checkBudget(p); err != nil {
+		return nil, false, err
+	}
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		var userLimit *int
 		if err := tx.QueryRow(ctx, "SELECT max_subagents FROM gb_users WHERE id = $1 FOR NO KEY UPDATE", p.UserID).Scan(&userLimit); err != nil {

@@ -38,6 +38,10 @@ type turn struct {
 	inputs     []llm.Message
 	inputIDs   []int64
 	inputsRead bool
+	// refusals counts, by step, the calls the provider refused because
+	// they did not fit (the model's window or its token rate limit): the
+	// step compacts that much harder when it is tried again.
+	refusals map[int]int
 }
 
 // work makes the steps of the job's run, each in its own transaction, until
@@ -90,6 +94,17 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 	if a.messenger != nil {
 		b.Queue(parentInputsSQL, id).Query(t.scanInputs)
 	}
+	t.refusals = map[int]int{}
+	b.Queue(refusalsSQL, id, outcomeContext, outcomeTooLarge).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var step, n int
+			if err := rows.Scan(&step, &n); err != nil {
+				return err
+			}
+			t.refusals[step] = n
+		}
+		return rows.Err()
+	})
 	if err := a.pool.SendBatch(ctx, b).Close(); err != nil {
 		return false, fmt.Errorf("error loading run %d: %w", id, err)
 	}
@@ -192,78 +207,35 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	}
 	prelude = append(prelude, t.inputs...)
 	inputIDs = append(inputIDs, t.inputIDs...)
-	key := keyOf(job, step)
 	last := step >= run.MaxSteps
 	conv := append(slices.Clip(t.history), prelude...)
-	req, err := a.request(run, conv, last, false)
-	if err != nil {
+	ans, err := a.ask(ctx, t, step, conv, last)
+	if err != nil || ans == nil {
 		return false, err
-	}
-	res, v, why, err := a.reserve(ctx, key, run, t.limits, &req, false)
-	if err != nil {
-		return false, err
-	}
-	if v == exhausted && run.IsRoot() {
-		// The root writes its report, from the share of the budget kept
-		// for it, with no tools left.
-		last = true
-		if err := a.recordBudgetStop(ctx, run, why); err != nil {
-			return false, err
-		}
-		if req, err = a.request(run, conv, true, true); err != nil {
-			return false, err
-		}
-		res, v, why, err = a.reserve(ctx, key, run, t.limits, &req, true)
-		if err != nil {
-			return false, err
-		}
-		if v == exhausted {
-			// Not even the report fits: the run fails, and keeps what its
-			// sub-agents found as its report.
-			why += "; no budget was left for the report"
-			found, err := a.findings(ctx, run)
-			if err != nil {
-				return false, err
-			}
-			return false, a.endAfter(ctx, job, run, StatusFailed, found, why)
-		}
-	}
-	switch v {
-	case mustWait:
-		return false, river.JobSnooze(budgetWait) // calls in flight hold the rest of the budget
-	case exhausted:
-		return false, a.endAfter(ctx, job, run, StatusFailed, "", why)
-	}
-	resp, err := a.modelFor(run).Complete(ctx, req)
-	if err != nil {
-		a.release(ctx, key, res)
-		if interrupted(ctx) {
-			return false, err
-		}
-		if errors.Is(err, llm.ErrPermanent) || job.Attempt >= job.MaxAttempts {
-			return false, a.endAfter(ctx, job, run, StatusFailed, "", "model error: "+err.Error())
-		}
-		return false, fmt.Errorf("model call of run %d step %d: %w", run.ID, step, err)
 	}
 	a.injectFault(FaultAfterModel)
-	reply := resp.Message
-	reply.Role = llm.RoleAssistant
-	if last {
-		reply.ToolCalls = nil
+	c := &stepCommit{turn: t, step: step, prelude: prelude, inputIDs: inputIDs, call: ans.call, callUse: ans.resp.Usage}
+	c.reply = ans.resp.Message.Sanitized()
+	c.reply.Role = llm.RoleAssistant
+	if ans.last {
+		c.reply.ToolCalls = nil
 	}
-	if err := a.waitForMessages(ctx, run, reply.ToolCalls); err != nil {
-		a.settleLost(ctx, key, run, resp.Usage)
-		return false, err
+	c.notes, c.goOn = replyNotes(ans, t.history)
+	if ans.resp.Refused && c.reply.Content != "" && !c.goOn && !ans.last {
+		// The model declined twice in a row: its refusal ends the run.
+		return false, a.settleThen(ctx, c, func() error {
+			return a.endAfter(ctx, job, run, StatusFailed, "", "the model declined the task: "+c.reply.Content)
+		})
 	}
-	reads, err := a.runReads(ctx, run, step, reply.ToolCalls)
-	if err != nil {
-		a.settleLost(ctx, key, run, resp.Usage)
-		return false, err
+	if err := a.waitForMessages(ctx, run, c.reply.ToolCalls); err != nil {
+		return false, a.settleThen(ctx, c, func() error { return err })
 	}
-	usage := addUsage(resp.Usage, readUsage(reads))
-	c := &stepCommit{turn: t, step: step, prelude: prelude, inputIDs: inputIDs, reply: reply, reads: reads, usage: usage}
+	if c.reads, err = a.runReads(ctx, run, step, c.reply.ToolCalls); err != nil {
+		return false, a.settleThen(ctx, c, func() error { return err })
+	}
+	c.usage = ans.resp.Usage.Add(readUsage(c.reads))
 	if more, err = a.commitStep(ctx, c); err != nil {
-		a.settleLost(ctx, key, run, usage)
+		a.settleUncommitted(ctx, c)
 		return false, err
 	}
 	a.injectFault(FaultAfterCommit)
@@ -272,6 +244,56 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	}
 	return more, nil
 }
+
+// settleThen settles the paid call of a step that will not commit, then
+// returns what end returns.
+func (a *Agent) settleThen(ctx context.Context, c *stepCommit, end func() error) error {
+	a.settleUncommitted(ctx, c)
+	return end()
+}
+
+// settleUncommitted records the usage of a paid call whose step did not
+// commit, on a context of its own: the step will be retried and pay again,
+// and both calls count.
+func (a *Agent) settleUncommitted(ctx context.Context, c *stepCommit) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := settleCall(sctx, a.pool, c.call, c.callUse, true, false, outcomeDropped); err != nil {
+		a.logger.ErrorContext(ctx, "could not record the usage of a step that did not commit",
+			"run_id", c.turn.run.ID, "call_id", c.call.id, "err", err)
+	}
+}
+
+// replyNotes is what the model is told after a reply that did not end as
+// it should: cut off at its completion cap, or a refusal. goOn keeps the
+// run going after such a reply that has no tool calls, rather than taking
+// it for the report; a refusal right after a refusal is not given another
+// turn.
+func replyNotes(ans *answer, history []llm.Message) (notes []llm.Message, goOn bool) {
+	msg := ans.resp.Message
+	switch {
+	case ans.resp.FinishReason == llm.FinishLength && len(msg.ToolCalls) > 0:
+		return []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprintf(cutCallsNote, ans.cap)}}, false
+	case ans.resp.FinishReason == llm.FinishLength && !ans.last:
+		return []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprintf(cutReportNote, ans.cap)}}, true
+	case ans.resp.Refused && len(msg.ToolCalls) == 0 && !ans.last:
+		if n := len(history); n > 0 && history[n-1].Role == llm.RoleUser && history[n-1].Content == refusalNote {
+			return nil, false
+		}
+		return []llm.Message{{Role: llm.RoleUser, Content: refusalNote}}, true
+	}
+	return nil, false
+}
+
+// What the model is told about a reply that went wrong.
+const (
+	cutCallsNote = "Your last reply was cut off at its limit of %d tokens, so the arguments of its last tool call " +
+		"are incomplete. Make fewer or smaller tool calls at a time."
+	cutReportNote = "Your last reply was cut off at its limit of %d tokens before it was finished. " +
+		"Write it again, shorter, or go on researching with your tools."
+	refusalNote = "You declined to go on. If the task truly cannot be researched, write a short report that " +
+		"says why; otherwise go on with your tools."
+)
 
 // recordBudgetStop records on the tree that its budget stopped the root's
 // research, with the tree locked like every writer of its events, so that
@@ -291,14 +313,15 @@ func (a *Agent) recordBudgetStop(ctx context.Context, seen *Run, why string) err
 	})
 }
 
-// findings is what a run's sub-agents reported, for a run that has to end
-// without writing its own report; "" when it has none.
-func (a *Agent) findings(ctx context.Context, run *Run) (string, error) {
+// findings is the report of a run that has to end without writing its
+// own: why, then each of its sub-agents with its final status and its
+// report or error; "" when it has no sub-agents.
+func (a *Agent) findings(ctx context.Context, run *Run, why string) (string, error) {
 	kids, err := children(ctx, a.pool, run.ID)
 	if err != nil || len(kids) == 0 {
 		return "", err
 	}
-	return "The budget ran out before this agent could write its report. Its sub-agents reported:\n\n" +
+	return "This agent ended before it could write its report (" + why + "). Its sub-agents:\n\n" +
 		formatReports(kids, a.config.MaxReportChars), nil
 }
 

@@ -312,15 +312,18 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 		}
 	}
 	req := llm.Request{System: prompts.Join(parts...), Messages: msgs}
+	// The tools stay listed on the last step, only forbidden, so that the
+	// prompt keeps the prefix the provider has cached.
+	for _, n := range a.toolNamesFor(run) {
+		req.Tools = append(req.Tools, a.toolSpec(n))
+	}
 	switch {
 	case outOfBudget:
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: budgetNote})
+		req.ToolChoice = llm.ToolChoiceNone
 	case last:
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: lastStepNote})
-	default:
-		for _, n := range a.toolNamesFor(run) {
-			req.Tools = append(req.Tools, a.toolSpec(n))
-		}
+		req.ToolChoice = llm.ToolChoiceNone
 	}
 	return req, nil
 }

@@ -44,7 +44,7 @@ func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 	}
 	s := readState(req)
 	msg := llm.Message{Role: llm.RoleAssistant}
-	if len(req.Tools) == 0 {
+	if !req.MayCallTools() {
 		msg.Content = s.report()
 	} else {
 		msg.ToolCalls = s.next(req)

@@ -65,7 +65,7 @@ func (m *ToolModel) Name() string { return "gb bench: one search a step (not a l
 
 // Complete implements llm.Model.
 func (m *ToolModel) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
-	if len(req.Tools) == 0 {
+	if !req.MayCallTools() {
 		return answer(req, llm.Message{Content: "report: nothing more to add"}), nil
 	}
 	q := MissQuery
@@ -112,7 +112,7 @@ func (m *TreeModel) Complete(ctx context.Context, req llm.Request) (llm.Response
 				return llm.Response{}, err
 			}
 		}
-		if len(req.Tools) == 0 {
+		if !req.MayCallTools() {
 			return answer(req, llm.Message{Content: fmt.Sprintf("sub-agent %d.%d: nothing found", r, c)}), nil
 		}
 		return answer(req, llm.Message{ToolCalls: []llm.ToolCall{call("search", map[string]any{"query": MissQuery})}}), nil
@@ -120,7 +120,7 @@ func (m *TreeModel) Complete(ctx context.Context, req llm.Request) (llm.Response
 	if _, err := fmt.Sscanf(Topic(req), "gb bench tree %d", &r); err != nil {
 		return llm.Response{}, fmt.Errorf("%w: unexpected topic %q", llm.ErrPermanent, Topic(req))
 	}
-	if len(req.Tools) == 0 || Turns(req) >= 2 {
+	if !req.MayCallTools() || Turns(req) >= 2 {
 		return answer(req, llm.Message{Content: fmt.Sprintf("tree %d: the sub-agents found nothing", r)}), nil
 	}
 	if Turns(req) == 1 {

@@ -10,6 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -308,12 +310,50 @@ func EstimatePromptTokens(req Request) int {
 
 func tokensOf(bytes, per int) int { return (bytes + per - 1) / per }
 
-// HasTool reports whether the request offers the named tool.
+// MayCallTools reports whether the model may call a tool in its answer:
+// the request lists tools and does not forbid them (ToolChoiceNone).
+func (r Request) MayCallTools() bool {
+	return len(r.Tools) > 0 && r.ToolChoice != ToolChoiceNone
+}
+
+// HasTool reports whether the model may call the named tool.
 func (r Request) HasTool(name string) bool {
+	if r.ToolChoice == ToolChoiceNone {
+		return false
+	}
 	for _, t := range r.Tools {
 		if t.Name == name {
 			return true
 		}
 	}
 	return false
+}
+
+// Sanitized is the message with what no store or provider accepts taken
+// out: NUL characters removed and invalid UTF-8 replaced with U+FFFD in its
+// content, names and tool calls, and an id given to a tool call that has
+// none (some compatible servers omit it), so that its result can answer it.
+func (m Message) Sanitized() Message {
+	m.Content, m.Name, m.ToolCallID = clean(m.Content), clean(m.Name), clean(m.ToolCallID)
+	if len(m.ToolCalls) == 0 {
+		return m
+	}
+	calls := make([]ToolCall, len(m.ToolCalls))
+	for i, c := range m.ToolCalls {
+		id := clean(c.ID)
+		if id == "" {
+			id = fmt.Sprintf("call_gb_%d", i+1)
+		}
+		calls[i] = NewToolCall(id, clean(c.Name), clean(c.ArgumentsText()))
+	}
+	m.ToolCalls = calls
+	return m
+}
+
+// clean removes NUL characters and replaces invalid UTF-8.
+func clean(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }

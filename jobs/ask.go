@@ -1,0 +1,205 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// This file makes a step's model call: it builds the request from the
+// stored conversation (compacted to fit the model's window, with a
+// completion cap sized to what the call is for), admits it against the
+// tree's budget and the model's shared rate limit, calls the model, and
+// decides what a failed call means. A call that cannot get capacity goes
+// back to the queue without spending an attempt; an answer that did not
+// fit the window is asked again compacted harder, and in the end as the
+// agent's report; a transient failure or an unusable answer spends an
+// attempt and is retried by River after a jittered backoff; only a
+// request the provider rejects as such fails the run.
+
+// maxCompactLevel is how much harder than usual a step compacts its
+// request after the provider said it did not fit, before it asks for the
+// report instead.
+const maxCompactLevel = 3
+
+// answer is a model call's answer and what the step made of it.
+type answer struct {
+	resp llm.Response
+	call callRef
+	last bool // the model was given no tools: its reply is its report
+	cap  int  // the completion cap the call was sent with
+}
+
+// ask makes the model call of a step. It returns nil and no error when the
+// step ended the run itself (its budget, or a rejected request).
+func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, last bool) (*answer, error) {
+	run := t.run
+	level := t.refusals[step]
+	closing := false
+	for {
+		req, fits, err := a.buildRequest(t, conv, last, closing, level)
+		if err != nil {
+			return nil, err
+		}
+		if !fits {
+			if !last {
+				last = true // too long for another tool call: the report, from what it has
+				continue
+			}
+			why := "the conversation does not fit the model's context window, even compacted"
+			return nil, a.endWithFindings(ctx, t, why)
+		}
+		ad, err := a.admit(ctx, t, step, &req, closing)
+		if err != nil {
+			return nil, err
+		}
+		switch ad.verdict {
+		case exhausted:
+			if !run.IsRoot() || closing {
+				if closing {
+					return nil, a.endWithFindings(ctx, t, ad.reason+"; no budget was left for the report")
+				}
+				return nil, a.endAfter(ctx, t.job, run, StatusFailed, "", ad.reason)
+			}
+			// The root writes its report, from the share of the budget
+			// kept for it.
+			if err := a.recordBudgetStop(ctx, run, ad.reason); err != nil {
+				return nil, err
+			}
+			closing, last = true, true
+			continue
+		case mustWait:
+			return nil, river.JobSnooze(budgetWait) // calls in flight hold the rest of the budget
+		case queued:
+			return nil, river.JobSnooze(snoozeFor(ad.at))
+		case tooLarge:
+			level++
+			if level > maxCompactLevel && last {
+				return nil, a.endWithFindings(ctx, t, "the request is larger than the model's token rate limit, even compacted")
+			}
+			last = last || level > maxCompactLevel
+			continue
+		}
+		resp, err := a.modelFor(run).Complete(ctx, req)
+		a.observe(ctx, run, resp.Limits, err)
+		if err == nil {
+			a.rate.learn(ad.call.model, llm.EstimatePromptTokens(req), resp.Usage.PromptTokens)
+			return &answer{resp: resp, call: ad.call, last: last, cap: req.MaxCompletionTokens}, nil
+		}
+		a.settleFailed(ctx, ad.call, err)
+		if interrupted(ctx) {
+			return nil, err
+		}
+		switch {
+		case errors.Is(err, llm.ErrContextLength), errors.Is(err, llm.ErrTooLarge):
+			// The estimate fell short: compact harder, then ask for the
+			// report; the ledger remembers the refusal for a retried step.
+			level++
+			if level > maxCompactLevel {
+				if last {
+					return nil, a.endWithFindings(ctx, t, "model error: "+err.Error())
+				}
+				last = true
+			}
+			continue
+		case errors.Is(err, llm.ErrRateLimited):
+			return nil, river.JobSnooze(rateLimitWait(err))
+		case errors.Is(err, llm.ErrPermanent):
+			return nil, a.endAfter(ctx, t.job, run, StatusFailed, "", "model error: "+err.Error())
+		}
+		return nil, fmt.Errorf("model call of run %d step %d: %w", run.ID, step, err)
+	}
+}
+
+// observe passes what the provider said of its rate limits, with an answer
+// or a refusal, to the shared limiter.
+func (a *Agent) observe(ctx context.Context, run *Run, lim *llm.RateLimits, callErr error) {
+	var wait time.Duration
+	var ce *llm.CallError
+	if errors.As(callErr, &ce) {
+		lim = ce.Limits
+		if errors.Is(callErr, llm.ErrRateLimited) {
+			wait = rateLimitWait(callErr)
+		}
+	}
+	if err := a.rate.observe(context.WithoutCancel(ctx), a.pool, a.modelFor(run).Name(), lim, wait); err != nil {
+		a.logger.WarnContext(ctx, "could not record a provider's rate limits", "err", err)
+	}
+}
+
+// rateLimitWait is how long a refused call waits before it is tried again:
+// what the provider asked, or a second, with jitter so that refused calls
+// do not all come back together.
+func rateLimitWait(err error) time.Duration {
+	d := time.Second
+	var ce *llm.CallError
+	if errors.As(err, &ce) && ce.RetryAfter > 0 {
+		d = ce.RetryAfter
+	}
+	return d + rand.N(d/4+50*time.Millisecond)
+}
+
+// endWithFindings ends a run that cannot write its report (its budget or
+// its window will not allow one) as failed, with what its sub-agents
+// found as its report.
+func (a *Agent) endWithFindings(ctx context.Context, t *turn, why string) error {
+	found, err := a.findings(ctx, t.run, why)
+	if err != nil {
+		return err
+	}
+	return a.endAfter(ctx, t.job, t.run, StatusFailed, found, why)
+}
+
+// buildRequest is the request of a step: the system prompt, tools and
+// conversation of the run (tools listed but not callable on its last step,
+// so that the prompt's cached prefix holds), a completion cap sized to
+// what the call is for, compacted at level to fit the model's window. It
+// is a function of the stored conversation, the configuration and the
+// level, so a retried step builds the same request.
+func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, level int) (llm.Request, bool, error) {
+	req, err := a.request(t.run, conv, last, closing)
+	if err != nil {
+		return req, false, err
+	}
+	p := profileOf(a.modelFor(t.run))
+	req.MaxCompletionTokens = p.StepCap
+	if last {
+		req.MaxCompletionTokens = p.ReportCap
+	}
+	req.MaxCompletionTokens = min(req.MaxCompletionTokens<<unusableAttempts(t.job), a.config.MaxCompletionTokens)
+	if p.ContextWindow > 0 {
+		req.MaxCompletionTokens = min(req.MaxCompletionTokens, p.ContextWindow/2)
+	}
+	out, fits := a.compact(req, p.ContextWindow, level)
+	return out, fits, nil
+}
+
+// unusableAttempts counts the job's latest attempts in a row that failed
+// on an unusable answer (a reasoning model that spent its cap thinking):
+// each doubles the next attempt's completion cap.
+func unusableAttempts(job *river.Job[StepArgs]) int {
+	n := 0
+	for i := len(job.Errors) - 1; i >= 0 && n < 3; i-- {
+		if !strings.Contains(job.Errors[i].Error, llm.ErrUnusable.Error()) {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// nextRetry is when River runs a step again after a failed attempt: soon,
+// doubling from a second up to half a minute, with jitter, so that a
+// provider's brief trouble costs seconds rather than River's minutes.
+func nextRetry(attempt int) time.Time {
+	d := time.Second << min(max(attempt-1, 0), 5)
+	d = min(d, 30*time.Second)
+	return time.Now().Add(d/2 + rand.N(d/2+1))
+}

@@ -1,0 +1,157 @@
+// Package compact fits a model request into its model's context window. It
+// compacts the request, never the stored conversation: old results of tools
+// that can be called again (a fetched page, a document read, a search) are
+// replaced by a one-line stub that says what was there and which call gets
+// it back. The agent's own messages, user messages and short or
+// unrepeatable tool results are always sent as they are.
+//
+// Compaction is a pure function of the request and the Config, and it keeps
+// the prompt's prefix stable so that a provider's prompt cache keeps
+// working: stubs are placed in batches, decided by replaying the history
+// as it grew (see plan), so that the request of the next step carries the
+// same stubs as this one unless a new batch was cleared.
+package compact
+
+import (
+	"math"
+	"slices"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Defaults of Config.
+const (
+	DefaultMargin       = 0.10
+	DefaultHighWater    = 0.85
+	DefaultLowWater     = 0.50
+	DefaultKeepNewest   = 2
+	DefaultMinStubChars = 600
+)
+
+// levelShrink is how much each level of Fit shrinks the working budget.
+const levelShrink = 0.75
+
+// Config says how much of a model's window a request may use and how
+// compaction proceeds. A zero field takes its default.
+type Config struct {
+	// Window is the model's context window in tokens; 0 means no limit
+	// (Fit then returns the request unchanged).
+	Window int
+	// Margin is the share of the window kept free for the error of the
+	// token estimate (DefaultMargin).
+	Margin float64
+	// HighWater is the share of the working budget past which a batch of
+	// results is stubbed (DefaultHighWater).
+	HighWater float64
+	// LowWater is the share of the working budget a batch brings the
+	// prompt down to (DefaultLowWater).
+	LowWater float64
+	// KeepNewest is how many of the newest replaceable results are kept
+	// whole; fewer only when nothing else fits (DefaultKeepNewest).
+	KeepNewest int
+	// MinStubChars is the length, in characters, under which a tool result
+	// is never replaced (DefaultMinStubChars).
+	MinStubChars int
+}
+
+// withDefaults fills the zero fields of c, and keeps LowWater at most
+// HighWater.
+func (c Config) withDefaults() Config {
+	orDefault := func(v, d float64) float64 {
+		if v <= 0 {
+			return d
+		}
+		return v
+	}
+	c.Margin = orDefault(c.Margin, DefaultMargin)
+	c.HighWater = orDefault(c.HighWater, DefaultHighWater)
+	c.LowWater = min(orDefault(c.LowWater, DefaultLowWater), c.HighWater)
+	if c.KeepNewest <= 0 {
+		c.KeepNewest = DefaultKeepNewest
+	}
+	if c.MinStubChars <= 0 {
+		c.MinStubChars = DefaultMinStubChars
+	}
+	return c
+}
+
+// Budget is the working budget of a request at a level, in prompt tokens:
+// Window·(1−Margin) less the completion cap, shrunk by 0.75 for each level.
+// It is math.MaxInt when the window is unknown (0).
+func (c Config) Budget(maxCompletionTokens, level int) int {
+	if c.Window <= 0 {
+		return math.MaxInt
+	}
+	c = c.withDefaults()
+	w := float64(c.Window)*(1-c.Margin) - float64(maxCompletionTokens)
+	return int(math.Floor(w * math.Pow(levelShrink, float64(max(level, 0)))))
+}
+
+// Result is a request made to fit, and what it took.
+type Result struct {
+	// Request is the request to send. Its Messages are a new slice; the
+	// input request is never modified.
+	Request llm.Request
+	// Stubbed is the number of tool results replaced by a stub.
+	Stubbed int
+	// Trimmed is the number of tool results cut to their head, which
+	// happens only when the newest result alone does not fit.
+	Trimmed int
+	// Prompt is the estimated prompt tokens of Request
+	// (llm.EstimatePromptTokens).
+	Prompt int
+	// Fits reports whether Prompt is within the working budget of the
+	// level (Config.Budget), which leaves room for the completion cap.
+	// When it is false nothing replaceable is left to take out: the
+	// system prompt, the tools and the messages that are always kept are
+	// too large on their own.
+	Fits bool
+}
+
+// Fit builds the request to send for req, which holds the whole stored
+// conversation. level is 0 for an ordinary call and counts the times the
+// provider answered that the context length was exceeded, its estimate
+// being too low: each level shrinks the budget by a quarter, and from
+// level 1 on only the newest replaceable result is kept whole.
+//
+// With no window, or a prompt under the high-water mark, the messages are
+// sent unchanged. Otherwise old results are stubbed in batches (plan); if
+// the prompt is still over the budget, the newest result kept is cut to its
+// head, with a line that says how to read on.
+func Fit(req llm.Request, cfg Config, level int) Result {
+	out := req
+	out.Messages = slices.Clone(req.Messages)
+	if cfg.Window <= 0 {
+		return Result{Request: out, Prompt: llm.EstimatePromptTokens(out), Fits: true}
+	}
+	cfg = cfg.withDefaults()
+	level = max(level, 0)
+	budget := cfg.Budget(req.MaxCompletionTokens, level)
+	m := measure(req)
+	if m.total <= int(cfg.HighWater*float64(budget)) {
+		return Result{Request: out, Prompt: m.total, Fits: m.total <= budget}
+	}
+	keep := cfg.KeepNewest
+	if level > 0 {
+		keep = 1
+	}
+	lim := limits{
+		high:   int(cfg.HighWater * float64(budget)),
+		low:    int(cfg.LowWater * float64(budget)),
+		budget: budget,
+		keep:   keep,
+	}
+	cands := candidates(req.Messages, m.tokens, cfg.MinStubChars)
+	cut := lim.plan(req.Messages, m, cands)
+	prompt := m.total
+	for _, c := range cands[:cut] {
+		out.Messages[c.index].Content = c.stub
+		prompt -= c.saving
+	}
+	res := Result{Request: out, Stubbed: cut, Prompt: prompt}
+	if prompt > budget {
+		trim(&res, req.Messages, m.tokens, cands[cut:], budget)
+	}
+	res.Fits = res.Prompt <= budget
+	return res
+}

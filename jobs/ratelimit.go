@@ -1,0 +1,164 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// This file shares a provider's capacity among every worker. The limits
+// of a model (requests and tokens per minute) live in one row of
+// gb_rate_limits, configured (Config.RateLimits) or learned from the
+// provider's x-ratelimit-* headers; every call takes its capacity there
+// (gb_take_capacity, in admitCallSQL) before it is made, and a call that
+// must wait goes back to the queue until its capacity's time instead of
+// sleeping in its worker slot. What the provider says after each call
+// (what is left, a 429's retry-after) moves the row's clock forward when
+// the provider counted more than gb did.
+
+// RateLimit is a provider's limit of one model, per minute; zero means
+// none.
+type RateLimit struct {
+	RPM int `json:"rpm"`
+	TPM int `json:"tpm"`
+}
+
+// limiter is a process's side of the shared rate limits: the configured
+// limits, and how far its prompt estimates fall short of what the
+// provider counts, by model.
+type limiter struct {
+	configured map[string]RateLimit
+
+	mu       sync.Mutex
+	ratio    map[string]float64   // provider's prompt tokens / the estimate, at least 1
+	observed map[string]time.Time // when the provider's word was last written, by model
+}
+
+func newLimiter(configured map[string]RateLimit) *limiter {
+	return &limiter{configured: configured, ratio: map[string]float64{}, observed: map[string]time.Time{}}
+}
+
+// cost is the rate key of a model's call and the tokens its limit counts:
+// the prompt, as the provider is likely to count it, and the completion
+// cap, as providers count them before a call.
+func (l *limiter) cost(model string, est llm.Usage) (string, int) {
+	l.mu.Lock()
+	r := max(l.ratio[model], 1)
+	l.mu.Unlock()
+	return model, int(math.Ceil(float64(est.PromptTokens)*r)) + est.CompletionTokens
+}
+
+// scale is a prompt estimate corrected by what the provider counted before.
+func (l *limiter) scale(model string, promptTokens int) int {
+	l.mu.Lock()
+	r := max(l.ratio[model], 1)
+	l.mu.Unlock()
+	return int(math.Ceil(float64(promptTokens) * r))
+}
+
+// learn notes how many prompt tokens the provider counted for an estimate.
+func (l *limiter) learn(model string, estimated, counted int) {
+	if estimated <= 0 || counted <= 0 {
+		return
+	}
+	r := float64(counted) / float64(estimated)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.ratio[model]
+	if !ok {
+		old = r
+	}
+	l.ratio[model] = 0.8*old + 0.2*r
+}
+
+// syncLimitsSQL writes the configured limits, replacing what headers taught.
+const syncLimitsSQL = `INSERT INTO gb_rate_limits (key, rpm, tpm, configured)
+	SELECT k, nullif(r, 0), nullif(t, 0), true FROM unnest($1::text[], $2::int[], $3::int[]) AS u(k, r, t)
+	ON CONFLICT (key) DO UPDATE SET rpm = excluded.rpm, tpm = excluded.tpm, configured = true, updated_at = now()`
+
+// sync writes the configured limits to the shared table.
+func (l *limiter) sync(ctx context.Context, db DB) error {
+	if len(l.configured) == 0 {
+		return nil
+	}
+	var keys []string
+	var rpm, tpm []int32
+	for k, v := range l.configured {
+		keys, rpm, tpm = append(keys, k), append(rpm, int32(v.RPM)), append(tpm, int32(v.TPM))
+	}
+	if _, err := db.Exec(ctx, syncLimitsSQL, keys, rpm, tpm); err != nil {
+		return fmt.Errorf("error writing the rate limits: %w", err)
+	}
+	return nil
+}
+
+// observeLimitsSQL writes what a provider said of a model's limits: the
+// limits themselves (unless configured), the clocks of its buckets as the
+// provider's remaining capacity puts them ($4, $5), and a hold on every
+// call until $6 after a 429.
+const observeLimitsSQL = `INSERT INTO gb_rate_limits AS r (key, rpm, tpm, req_tat, tok_tat, blocked_until)
+	VALUES ($1, nullif($2, 0), nullif($3, 0), $4, $5, $6)
+	ON CONFLICT (key) DO UPDATE SET
+		rpm = CASE WHEN r.configured THEN r.rpm ELSE coalesce(excluded.rpm, r.rpm) END,
+		tpm = CASE WHEN r.configured THEN r.tpm ELSE coalesce(excluded.tpm, r.tpm) END,
+		req_tat = greatest(r.req_tat, excluded.req_tat), tok_tat = greatest(r.tok_tat, excluded.tok_tat),
+		blocked_until = greatest(r.blocked_until, excluded.blocked_until), updated_at = now()`
+
+// observeEvery is how often a process writes the provider's word on a
+// model's limits when nothing calls for it sooner (a 429, or capacity
+// running low).
+const observeEvery = 10 * time.Second
+
+// observe writes what the provider said with a call, when it matters: a
+// 429's wait always, the remaining capacity when it runs low or has not
+// been written for a while.
+func (l *limiter) observe(ctx context.Context, db DB, model string, lim *llm.RateLimits, retryAfter time.Duration) error {
+	now := time.Now()
+	if lim == nil && retryAfter <= 0 {
+		return nil
+	}
+	var rl llm.RateLimits
+	if lim != nil {
+		rl = *lim
+	}
+	l.mu.Lock()
+	due := retryAfter > 0 || now.Sub(l.observed[model]) >= observeEvery || low(rl)
+	if due {
+		l.observed[model] = now
+	}
+	l.mu.Unlock()
+	if !due {
+		return nil
+	}
+	blocked := time.Time{}
+	if retryAfter > 0 {
+		blocked = now.Add(retryAfter)
+	}
+	_, err := db.Exec(ctx, observeLimitsSQL, model, rl.LimitRequests, rl.LimitTokens,
+		bucketClock(now, rl.LimitRequests, rl.RemainingRequests), bucketClock(now, rl.LimitTokens, rl.RemainingTokens),
+		blocked)
+	if err != nil {
+		return fmt.Errorf("error recording the rate limits of %s: %w", model, err)
+	}
+	return nil
+}
+
+// low reports whether a provider says less than half a limit is left.
+func low(rl llm.RateLimits) bool {
+	return (rl.LimitRequests > 0 && rl.RemainingRequests*2 < rl.LimitRequests) ||
+		(rl.LimitTokens > 0 && rl.RemainingTokens*2 < rl.LimitTokens)
+}
+
+// bucketClock is the time a bucket of a minute's limit is full again, with
+// remaining left of it now; now when the provider gave no figures.
+func bucketClock(now time.Time, limit, remaining int) time.Time {
+	if limit <= 0 || remaining >= limit {
+		return now
+	}
+	used := float64(limit - max(remaining, 0))
+	return now.Add(time.Duration(used * float64(time.Minute) / float64(limit)))
+}
