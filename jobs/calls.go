@@ -37,7 +37,7 @@ type callRef struct {
 // later. It returns when the call may start and the row's id (none when
 // the call alone is more than the token limit).
 //
-// $1 run, $2 step, $3 rate key ('' for none), $4 tokens counted by the
+// $1 run, $2 step, $3 rate key (” for none), $4 tokens counted by the
 // limit, $5 job, $6 attempt, $7 the attempt's start, $8 estimated tokens,
 // $9 estimated cost, $10 model, $11 root, $12 completion cap, $13 how soon
 // counts as now.
