@@ -10,8 +10,9 @@ func runeCount(s string) int {
 	const high = 0x8080808080808080
 	cont, i := 0, 0
 	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		b := s[i : i+8]
+		w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 		// A continuation byte is 10xxxxxx: its top bit set, the next clear.
 		cont += bits.OnesCount64(w &^ (w << 1) & high)
 	}

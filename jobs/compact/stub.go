@@ -66,7 +66,8 @@ func stubFor(call llm.ToolCall, chars int) (string, bool) {
 	size := count(chars) + " characters"
 	switch call.Name {
 	case toolFetch:
-		if a, ok := decode[pageArgs](call); ok && a.URL != "" {
+		if a, ok := decode[pageArgs](call); ok && strings.TrimSpace(a.URL) != "" {
+			a.URL = strings.TrimSpace(a.URL)
 			return fmt.Sprintf("%sfetch of %s (%s, offset %d). Call fetch with %s to read it again.]",
 				stubLead, a.URL, size, a.Offset, jsonText(a)), true
 		}

@@ -126,7 +126,7 @@ func readOn(call llm.ToolCall, content string, shown int) (string, bool) {
 	switch call.Name {
 	case toolFetch:
 		a, ok := decode[pageArgs](call)
-		a.Offset += read
+		a.URL, a.Offset = strings.TrimSpace(a.URL), a.Offset+read
 		return jsonText(a), ok && a.URL != ""
 	case toolRead:
 		a, ok := decode[documentArgs](call)
