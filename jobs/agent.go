@@ -87,6 +87,10 @@ type Config struct {
 	// Queue is the River queue of the agent's jobs (river.QueueDefault);
 	// a benchmark sharing a database with live workers uses its own.
 	Queue string
+	// PromptBudget caps the prompt a step sends, in tokens, below its
+	// model's window (PromptBudgetDefault); a negative value leaves only
+	// the window.
+	PromptBudget int
 	// RateLimits are the providers' limits of each model, by model name,
 	// shared by every worker through Postgres; a model with none is
 	// limited by what its provider says in its answers (see ratelimit.go).
@@ -105,6 +109,7 @@ func (c Config) withDefaults() Config {
 	c.Slice = cmp.Or(c.Slice, SliceDefault)
 	c.RescueStuckJobsAfter = cmp.Or(c.RescueStuckJobsAfter, c.jobTimeout()+RescueMarginDefault)
 	c.MaxCompletionTokens = cmp.Or(c.MaxCompletionTokens, MaxCompletionTokensDefault)
+	c.PromptBudget = cmp.Or(c.PromptBudget, PromptBudgetDefault)
 	c.MaintainInterval = cmp.Or(c.MaintainInterval, MaintainIntervalDefault)
 	c.FetchCacheAge = cmp.Or(c.FetchCacheAge, FetchCacheAgeDefault)
 	c.MaxReportChars = cmp.Or(c.MaxReportChars, MaxReportCharsDefault)

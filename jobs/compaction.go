@@ -1,11 +1,23 @@
 package jobs
 
-import "github.com/gbresearch/gb/jobs/llm"
+import (
+	"github.com/gbresearch/gb/jobs/compact"
+	"github.com/gbresearch/gb/jobs/llm"
+)
 
-// compact fits a request in the model's window (0: none) at level.
+// PromptBudgetDefault caps the prompt a step sends, however large its
+// model's window: past it, old tool results are replaced by stubs that
+// say how to get them back (jobs/compact). A long research then costs a
+// few times what it reads rather than twenty.
+const PromptBudgetDefault = 40_000
+
+// compact fits a request in its model's window (0: none) at level (how
+// often the provider said such a request did not fit): it returns the
+// request to send and whether it fits at all.
 func (a *Agent) compact(req llm.Request, window, level int) (llm.Request, bool) {
 	if window <= 0 {
 		return req, true
 	}
-	return req, llm.EstimatePromptTokens(req)+req.MaxCompletionTokens <= window
+	res := compact.Fit(req, compact.Config{Window: window, MaxBudget: a.config.PromptBudget}, level)
+	return res.Request, res.Fits
 }

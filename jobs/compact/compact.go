@@ -52,6 +52,10 @@ type Config struct {
 	// MinStubChars is the length, in characters, under which a tool result
 	// is never replaced (DefaultMinStubChars).
 	MinStubChars int
+	// MaxBudget caps the working budget however large the window, in
+	// prompt tokens: a long research then resends a smaller conversation
+	// at every step, at the price of stubbing pages sooner. 0 means no cap.
+	MaxBudget int
 }
 
 // withDefaults fills the zero fields of c, and keeps LowWater at most
@@ -76,7 +80,8 @@ func (c Config) withDefaults() Config {
 }
 
 // Budget is the working budget of a request at a level, in prompt tokens:
-// Window·(1−Margin) less the completion cap, shrunk by 0.75 for each level.
+// Window·(1−Margin) less the completion cap, at most MaxBudget, shrunk by
+// 0.75 for each level.
 // It is math.MaxInt when the window is unknown (0).
 func (c Config) Budget(maxCompletionTokens, level int) int {
 	if c.Window <= 0 {
@@ -84,6 +89,9 @@ func (c Config) Budget(maxCompletionTokens, level int) int {
 	}
 	c = c.withDefaults()
 	w := float64(c.Window)*(1-c.Margin) - float64(maxCompletionTokens)
+	if c.MaxBudget > 0 {
+		w = min(w, float64(c.MaxBudget))
+	}
 	return int(math.Floor(w * math.Pow(levelShrink, float64(max(level, 0)))))
 }
 

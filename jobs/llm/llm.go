@@ -331,7 +331,7 @@ func (r Request) HasTool(name string) bool {
 
 // Sanitized is the message with what no store or provider accepts taken
 // out: NUL characters removed and invalid UTF-8 replaced with U+FFFD in its
-// content, names and tool calls, and an id given to a tool call that has
+// content, names and tool call names and ids, and an id given to a tool call that has
 // none (some compatible servers omit it), so that its result can answer it.
 func (m Message) Sanitized() Message {
 	m.Content, m.Name, m.ToolCallID = clean(m.Content), clean(m.Name), clean(m.ToolCallID)
@@ -344,7 +344,8 @@ func (m Message) Sanitized() Message {
 		if id == "" {
 			id = fmt.Sprintf("call_gb_%d", i+1)
 		}
-		calls[i] = NewToolCall(id, clean(c.Name), clean(c.ArgumentsText()))
+		c.ID, c.Name = id, clean(c.Name)
+		calls[i] = c // arguments that are not UTF-8 JSON are the tool's to refuse
 	}
 	m.ToolCalls = calls
 	return m
