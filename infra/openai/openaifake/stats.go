@@ -1,0 +1,199 @@
+package openaifake
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Stats counts what a Server received, refused, accepted and billed.
+type Stats struct {
+	// Requests is every request received, whatever became of it.
+	Requests int
+	// Billed is the calls answered and billed (Calls).
+	Billed int
+	// Refusals by cause.
+	Unauthorized  int // 401
+	BadRequests   int // 400 other than OverWindow, and unknown URLs
+	NotFound      int // 404 model_not_found
+	OverWindow    int // 400 context_length_exceeded
+	Refused429RPM int
+	Refused429TPM int
+	TooLarge      int // 429 "Request too large"
+	// Accepted calls that were not answered: ServerErrors (500 and 503),
+	// Timeouts (held without an answer) and Garbage (a body not JSON).
+	ServerErrors int
+	Timeouts     int
+	Garbage      int
+	// MaxInFlight is the most requests being handled at once.
+	MaxInFlight int
+	// Tokens and cost of the billed calls.
+	PromptTokens     int
+	CachedTokens     int
+	CompletionTokens int
+	ReasoningTokens  int
+	CostUSD          float64
+	// TPMUsed is the tokens the accepted calls took from the TPM limit
+	// (prompt plus completion cap), between FirstAccepted and LastAccepted.
+	TPMUsed       int
+	FirstAccepted time.Time
+	LastAccepted  time.Time
+}
+
+// TokensPerMinute is TPMUsed spread over the time from the first accepted
+// call to the last; 0 before two calls at different times. Divided by the
+// TPM limit, it is the throughput as a fraction of the limit.
+func (s Stats) TokensPerMinute() float64 {
+	span := s.LastAccepted.Sub(s.FirstAccepted)
+	if span <= 0 {
+		return 0
+	}
+	return float64(s.TPMUsed) / span.Minutes()
+}
+
+// Call is one billed call.
+type Call struct {
+	Time             time.Time
+	Model            string
+	PromptTokens     int
+	CachedTokens     int
+	CompletionTokens int
+	ReasoningTokens  int
+	// MaxCompletionTokens is the completion cap in effect.
+	MaxCompletionTokens int
+	// TPMCost is what the call took from the TPM limit.
+	TPMCost      int
+	FinishReason string
+	Fault        Fault
+	CostUSD      float64
+}
+
+// Usage is the call's tokens and cost as the llm package counts them.
+func (c Call) Usage() llm.Usage {
+	return llm.Usage{PromptTokens: c.PromptTokens, CachedPromptTokens: c.CachedTokens,
+		CompletionTokens: c.CompletionTokens, ReasoningTokens: c.ReasoningTokens, CostUSD: c.CostUSD}
+}
+
+// Event is how one request ended.
+type Event struct {
+	Time time.Time
+	// Status is the HTTP status sent; 0 when none was (Timeout).
+	Status int
+	// Kind is one of the Kind* values.
+	Kind  string
+	Model string
+	Fault Fault
+}
+
+// recorder keeps the statistics, calls and events of a Server.
+type recorder struct {
+	mu       sync.Mutex
+	stats    Stats
+	inFlight int
+	calls    []Call
+	log      []Event
+}
+
+// enter counts a request arriving; leave one done.
+func (r *recorder) enter() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.Requests++
+	r.inFlight++
+	r.stats.MaxInFlight = max(r.stats.MaxInFlight, r.inFlight)
+}
+
+func (r *recorder) leave() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inFlight--
+}
+
+// event records how a request ended and counts it.
+func (r *recorder) event(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log = append(r.log, e)
+	if n := r.counter(e.Kind); n != nil {
+		*n++
+	}
+}
+
+// counter is the count of the Stats that an event of kind adds to; nil
+// for none.
+func (r *recorder) counter(kind string) *int {
+	s := &r.stats
+	switch kind {
+	case KindUnauthorized:
+		return &s.Unauthorized
+	case KindInvalidURL, KindBadRequest:
+		return &s.BadRequests
+	case KindModelNotFound:
+		return &s.NotFound
+	case KindOverWindow:
+		return &s.OverWindow
+	case KindRPM:
+		return &s.Refused429RPM
+	case KindTPM:
+		return &s.Refused429TPM
+	case KindTooLarge:
+		return &s.TooLarge
+	case KindServerError, KindOverloaded:
+		return &s.ServerErrors
+	case KindTimeout:
+		return &s.Timeouts
+	case KindGarbage:
+		return &s.Garbage
+	}
+	return nil
+}
+
+// accept records a call let through the rate limits.
+func (r *recorder) accept(tpmCost int, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stats.TPMUsed += tpmCost
+	if r.stats.FirstAccepted.IsZero() || now.Before(r.stats.FirstAccepted) {
+		r.stats.FirstAccepted = now
+	}
+	if now.After(r.stats.LastAccepted) {
+		r.stats.LastAccepted = now
+	}
+}
+
+// bill records a billed call.
+func (r *recorder) bill(c Call) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, c)
+	s := &r.stats
+	s.Billed++
+	s.PromptTokens += c.PromptTokens
+	s.CachedTokens += c.CachedTokens
+	s.CompletionTokens += c.CompletionTokens
+	s.ReasoningTokens += c.ReasoningTokens
+	s.CostUSD += c.CostUSD
+}
+
+// Stats is what the server has counted so far.
+func (s *Server) Stats() Stats {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	return s.rec.stats
+}
+
+// Calls is every billed call so far, in the order billed.
+func (s *Server) Calls() []Call {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	return slices.Clone(s.rec.calls)
+}
+
+// Log is how every request so far ended, in order.
+func (s *Server) Log() []Event {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	return slices.Clone(s.rec.log)
+}
