@@ -59,7 +59,7 @@ const admitCallSQL = `WITH q AS (
 		SELECT $5, $6, $2, $1, $11, v.status, $7, $8, $9, $10, $12, v.at
 		FROM v WHERE NOT EXISTS (SELECT 1 FROM q) AND v.at < 'infinity'
 		RETURNING id)
-	SELECT v.at, coalesce((SELECT id FROM up), (SELECT id FROM ins), 0), v.status FROM v`
+	SELECT CASE WHEN isfinite(v.at) THEN v.at END, coalesce((SELECT id FROM up), (SELECT id FROM ins), 0), v.status FROM v`
 
 // admitNow is how soon a start counts as now: a call that may start within
 // it goes ahead rather than going back to the queue.
@@ -81,15 +81,19 @@ func (a *Agent) admitCall(ctx context.Context, db DB, t *turn, step int, req llm
 	key, tokens := a.rate.cost(model.Name(), est)
 	var c capacity
 	var status string
+	var at *time.Time
 	var attempted time.Time
 	if job.AttemptedAt != nil {
 		attempted = *job.AttemptedAt
 	}
 	err := db.QueryRow(ctx, admitCallSQL, run.ID, step, key, tokens, job.ID, job.Attempt, attempted,
 		est.PromptTokens+est.CompletionTokens, est.CostUSD, model.Name(), run.RootID, req.MaxCompletionTokens,
-		admitNow).Scan(&c.at, &c.call.id, &status)
+		admitNow).Scan(&at, &c.call.id, &status)
 	if err != nil {
 		return c, fmt.Errorf("error admitting the model call of run %d step %d: %w", run.ID, step, err)
+	}
+	if at != nil {
+		c.at = *at
 	}
 	c.call.model, c.call.est = model.Name(), est
 	c.tooLarge = c.call.id == 0
