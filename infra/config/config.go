@@ -112,6 +112,12 @@ type Config struct {
 	// DBPool is GB_DB_POOL, DBPoolDefault when unset: the pool size of the
 	// processes that work step jobs.
 	DBPool int32
+	// ModelProfiles is GB_MODEL_PROFILES: models described, or the table
+	// corrected, by model name (see openai.ParseProfiles).
+	ModelProfiles map[string]openai.ProfileOverride
+	// ReasoningEffort is GB_REASONING_EFFORT, sent to reasoning models
+	// ("" sends none).
+	ReasoningEffort string
 }
 
 // Error is an invalid setting.
@@ -154,6 +160,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	errs = append(errs, c.readSizes(getenv)...)
+	errs = append(errs, c.readModelTuning(getenv)...)
 	boolVar(EnvDatabaseIAMAuth, &c.DatabaseIAMAuth)
 	boolVar(EnvDatabaseProxy, &c.DatabaseProxy)
 	durVar(EnvStepTimeout, &c.StepTimeout, time.Second, 15*time.Minute)
@@ -269,6 +276,27 @@ func (c *Config) readSizes(getenv func(string) string) []error {
 	return errs
 }
 
+// readModelTuning reads GB_MODEL_PROFILES and GB_REASONING_EFFORT into c
+// (their names are openai.EnvModelProfiles and openai.EnvReasoningEffort)
+// and returns what is wrong with them.
+func (c *Config) readModelTuning(getenv func(string) string) []error {
+	var errs []error
+	var err error
+	if c.ModelProfiles, err = openai.ParseProfiles(getenv(openai.EnvModelProfiles)); err != nil {
+		errs = append(errs, &Error{openai.EnvModelProfiles, err.Error()})
+	}
+	if c.ReasoningEffort, err = openai.ParseReasoningEffort(getenv(openai.EnvReasoningEffort)); err != nil {
+		errs = append(errs, &Error{openai.EnvReasoningEffort, err.Error()})
+	}
+	return errs
+}
+
+// openAIConfig is the model endpoint's configuration for the named model.
+func (c Config) openAIConfig(model string, logger *slog.Logger) openai.Config {
+	return openai.Config{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIKey, Model: model, Logger: logger,
+		Profiles: c.ModelProfiles, ReasoningEffort: c.ReasoningEffort}
+}
+
 // Agent returns the agent settings of the config, the working processes'
 // MaxWorkers included (the API's and the scheduler's River clients only
 // insert and ignore it).
@@ -294,7 +322,7 @@ func (c Config) NewWeb(logger *slog.Logger) (jobs.Searcher, jobs.Fetcher, error)
 func (c Config) NewModels(logger *slog.Logger) ([]llm.Model, error) {
 	var out []llm.Model
 	for _, name := range c.Models {
-		m, err := openai.New(openai.Config{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIKey, Model: name, Logger: logger})
+		m, err := openai.New(c.openAIConfig(name, logger))
 		if err != nil {
 			return nil, fmt.Errorf("error configuring model %s of %s: %w", name, EnvModels, err)
 		}
@@ -309,7 +337,7 @@ func (c Config) NewModel(logger *slog.Logger) (llm.Model, error) {
 	if c.OpenAIKey == "" {
 		return &offline.Model{Delay: c.OfflineDelay}, nil
 	}
-	m, err := openai.New(openai.Config{BaseURL: c.OpenAIBaseURL, APIKey: c.OpenAIKey, Model: c.Model, Logger: logger})
+	m, err := openai.New(c.openAIConfig(c.Model, logger))
 	if err != nil {
 		return nil, fmt.Errorf("error configuring the OpenAI model: %w", err)
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gbresearch/gb/infra/openai"
+	"github.com/gbresearch/gb/jobs/llm"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -178,5 +181,47 @@ func TestFromEnvRefusesBadWorkerSizes(t *testing.T) {
 	_, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x", EnvMaxWorkers: "0", EnvDBPool: "0"}))
 	if err == nil || !strings.Contains(err.Error(), EnvMaxWorkers+":") || !strings.Contains(err.Error(), EnvDBPool+":") {
 		t.Errorf("both bad: %v", err)
+	}
+}
+
+// GB_MODEL_PROFILES and GB_REASONING_EFFORT reach every model made, and
+// their mistakes are named.
+func TestFromEnvReadsTheModelTuning(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(map[string]string{
+		EnvDatabaseURL: "postgres://x", EnvOpenAIKey: "sk-test", EnvModels: "my-model,o4-mini",
+		openai.EnvModelProfiles:   `{"my-model":{"context_window":32768,"step_cap":800,"input":0.5,"output":1.5}}`,
+		openai.EnvReasoningEffort: "low",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.NewModel(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.(llm.Profiler).Profile()
+	if m.Name() != "my-model" || p.ContextWindow != 32768 || p.StepCap != 800 || !p.Priced || p.Price.Output != 1.5 {
+		t.Errorf("%s: profile %+v", m.Name(), p)
+	}
+	models, err := c.NewModels(nil)
+	if err != nil || len(models) != 2 {
+		t.Fatalf("models %v, %v", models, err)
+	}
+	// o4-mini at low effort: 1024 + 2048 for a step.
+	if p := models[1].(llm.Profiler).Profile(); !p.Reasoning || p.StepCap != 1024+2048 {
+		t.Errorf("o4-mini profile %+v", p)
+	}
+
+	_, err = FromEnv(env(map[string]string{
+		EnvDatabaseURL:            "postgres://x",
+		openai.EnvModelProfiles:   `{"my-model":{"step_cap":-1}}`,
+		openai.EnvReasoningEffort: "max",
+	}))
+	for _, s := range []string{openai.EnvModelProfiles + `: model "my-model": step_cap -1 is negative`,
+		openai.EnvReasoningEffort + `: "max" must be minimal, low, medium or high`} {
+		if err == nil || !strings.Contains(err.Error(), s) {
+			t.Errorf("error %v does not say %q", err, s)
+		}
 	}
 }

@@ -9,27 +9,14 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"time"
 )
 
-// Defaults that New puts in the zero fields of a Config, and the one limit
-// of the retry policy that is not configurable (RetryAfterMax).
+// Defaults that New puts in the zero fields of a Config.
 const (
 	// BaseURLDefault is OpenAI's public API, version 1.
 	BaseURLDefault = "https://api.openai.com/v1"
 	// ModelDefault is the model used when none is configured.
 	ModelDefault = "gpt-4o-mini"
-	// MaxRetriesDefault is how many times a retryable failure is retried
-	// (so at most MaxRetriesDefault+1 requests per call).
-	MaxRetriesDefault = 4
-	// BackoffBaseDefault is the wait before the first retry; it doubles at
-	// each further retry, with jitter.
-	BackoffBaseDefault = 200 * time.Millisecond
-	// BackoffMaxDefault caps the wait between two attempts.
-	BackoffMaxDefault = 5 * time.Second
-	// RetryAfterMax is the longest Retry-After a server may ask for and be
-	// obeyed; a longer or missing one falls back to the backoff.
-	RetryAfterMax = 30 * time.Second
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -40,6 +27,12 @@ const (
 	EnvAPIKey = "OPENAI_API_KEY"
 	// EnvModel names the model, e.g. gpt-4.1-mini.
 	EnvModel = "GB_MODEL"
+	// EnvModelProfiles describes models or corrects the table: a JSON
+	// object keyed by model name (see ParseProfiles).
+	EnvModelProfiles = "GB_MODEL_PROFILES"
+	// EnvReasoningEffort is sent as reasoning_effort to reasoning models:
+	// minimal, low, medium or high (unset: not sent).
+	EnvReasoningEffort = "GB_REASONING_EFFORT"
 )
 
 // Config configures a Model. Zero fields take the defaults above.
@@ -54,36 +47,45 @@ type Config struct {
 	// HTTPClient makes the requests; nil means a client with no overall
 	// timeout, so the caller's context bounds each call.
 	HTTPClient *http.Client
-	// MaxRetries is how many times a retryable failure is retried: zero
-	// means MaxRetriesDefault, a negative value means never retry.
-	MaxRetries int
-	// BackoffBase is the wait before the first retry (zero: default).
-	BackoffBase time.Duration
-	// BackoffMax caps the wait between attempts (zero: default).
-	BackoffMax time.Duration
-	// Logger receives warnings (an unknown price, retries); nil means
-	// slog.Default().
+	// Logger receives warnings (an unknown model, a dropped tool call);
+	// nil means slog.Default().
 	Logger *slog.Logger
+	// Profiles describe models or correct the table, by model name (exact,
+	// or without the date of a snapshot). See ProfileOverride.
+	Profiles map[string]ProfileOverride
+	// ReasoningEffort is sent as reasoning_effort to reasoning models:
+	// EffortMinimal, EffortLow, EffortMedium, EffortHigh, or "" for none.
+	ReasoningEffort string
 }
 
-// ConfigFromEnv reads OPENAI_BASE_URL, OPENAI_API_KEY and GB_MODEL through
-// getenv (os.Getenv when nil). Unset variables leave the field empty, to be
-// defaulted (or, for the key, rejected) by New.
-func ConfigFromEnv(getenv func(string) string) Config {
+// ConfigFromEnv reads OPENAI_BASE_URL, OPENAI_API_KEY, GB_MODEL,
+// GB_MODEL_PROFILES and GB_REASONING_EFFORT through getenv (os.Getenv when
+// nil). Unset variables leave the field empty, to be defaulted (or, for the
+// key, rejected) by New; the error names the variable that is invalid.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return Config{
+	c := Config{
 		BaseURL: strings.TrimSpace(getenv(EnvBaseURL)),
 		APIKey:  strings.TrimSpace(getenv(EnvAPIKey)),
 		Model:   strings.TrimSpace(getenv(EnvModel)),
 	}
+	var errs []error
+	var err error
+	if c.Profiles, err = ParseProfiles(getenv(EnvModelProfiles)); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvModelProfiles, err))
+	}
+	if c.ReasoningEffort, err = ParseReasoningEffort(getenv(EnvReasoningEffort)); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", EnvReasoningEffort, err))
+	}
+	return c, errors.Join(errs...)
 }
 
 // String describes the configuration without the API key.
 func (c Config) String() string {
-	return fmt.Sprintf("openai.Config{BaseURL: %q, Model: %q, APIKey: %s, MaxRetries: %d}",
-		c.BaseURL, c.Model, redacted(c.APIKey), c.MaxRetries)
+	return fmt.Sprintf("openai.Config{BaseURL: %q, Model: %q, APIKey: %s, ReasoningEffort: %q, Profiles: %d}",
+		c.BaseURL, c.Model, redacted(c.APIKey), c.ReasoningEffort, len(c.Profiles))
 }
 
 // GoString is String, so that %#v does not print the API key either.
@@ -96,7 +98,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("base_url", c.BaseURL),
 		slog.String("model", c.Model),
 		slog.String("api_key", redacted(c.APIKey)),
-		slog.Int("max_retries", c.MaxRetries),
+		slog.String("reasoning_effort", c.ReasoningEffort),
+		slog.Int("profiles", len(c.Profiles)),
 	)
 }
 
@@ -112,14 +115,6 @@ func (c Config) withDefaults() (Config, error) {
 	c.BaseURL = cmp.Or(strings.TrimSpace(c.BaseURL), BaseURLDefault)
 	c.Model = cmp.Or(strings.TrimSpace(c.Model), ModelDefault)
 	c.APIKey = strings.TrimSpace(c.APIKey)
-	switch {
-	case c.MaxRetries == 0:
-		c.MaxRetries = MaxRetriesDefault
-	case c.MaxRetries < 0:
-		c.MaxRetries = 0
-	}
-	c.BackoffBase = cmp.Or(c.BackoffBase, BackoffBaseDefault)
-	c.BackoffMax = cmp.Or(c.BackoffMax, BackoffMaxDefault)
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
 	}
@@ -134,13 +129,18 @@ func (c Config) withDefaults() (Config, error) {
 	if err := checkBaseURL(c.BaseURL); err != nil {
 		errs = append(errs, err)
 	}
-	if c.BackoffBase < 0 || c.BackoffMax < 0 {
-		errs = append(errs, errors.New("negative backoff"))
+	var err error
+	if c.ReasoningEffort, err = ParseReasoningEffort(c.ReasoningEffort); err != nil {
+		errs = append(errs, fmt.Errorf("reasoning effort %w", err))
+	}
+	for model, o := range c.Profiles {
+		if err := validateOverride(model, o); err != nil {
+			errs = append(errs, fmt.Errorf("profiles: %w", err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("openai config: %w", err)
 	}
-	c.BackoffMax = max(c.BackoffMax, c.BackoffBase)
 	return c, nil
 }
 

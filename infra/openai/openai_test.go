@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,14 +12,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gbresearch/gb/infra/httpwait"
-	"github.com/gbresearch/gb/infra/httpwait/httpwaittest"
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
@@ -32,6 +29,9 @@ type reply struct {
 	fixture string // file in testdata, or "" for body
 	body    string
 	header  map[string]string
+	// cut sends the body less its last cut bytes under the Content-Length
+	// of the whole, so that the connection closes before the body is whole.
+	cut int
 }
 
 // fakeAPI is a chat-completions server that answers from a script (the last
@@ -43,16 +43,19 @@ type fakeAPI struct {
 	mu       sync.Mutex
 	script   []reply
 	requests []wireRequest
+	raw      [][]byte
 	auth     []string
 }
 
 // The request as it goes over the wire, decoded with the test's own types
 // so that the conversion is checked against the protocol, not the library.
 type wireRequest struct {
-	Model               string        `json:"model"`
-	Messages            []wireMessage `json:"messages"`
-	Tools               []wireTool    `json:"tools"`
-	MaxCompletionTokens *int          `json:"max_completion_tokens"`
+	Model               string          `json:"model"`
+	Messages            []wireMessage   `json:"messages"`
+	Tools               []wireTool      `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
 }
 
 type wireMessage struct {
@@ -103,6 +106,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	n := len(f.requests)
 	f.requests = append(f.requests, req)
+	f.raw = append(f.raw, body)
 	f.auth = append(f.auth, r.Header.Get("Authorization"))
 	rep := f.script[min(n, len(f.script)-1)]
 	f.mu.Unlock()
@@ -115,6 +119,10 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(k, v)
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if rep.cut > 0 {
+		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+		out = out[:len(out)-rep.cut]
+	}
 	w.WriteHeader(cmpInt(rep.status, http.StatusOK))
 	_, _ = w.Write(out)
 }
@@ -131,15 +139,25 @@ func (f *fakeAPI) request(i int) wireRequest {
 	return f.requests[i]
 }
 
-// config points at the fake server with millisecond backoff.
+// rawRequest is the body of request i decoded as a generic JSON object, to
+// see which fields were sent at all.
+func (f *fakeAPI) rawRequest(i int) map[string]json.RawMessage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(f.raw[i], &m); err != nil {
+		f.t.Fatalf("request %d: %v", i, err)
+	}
+	return m
+}
+
+// config points at the fake server.
 func (f *fakeAPI) config(model string) Config {
 	return Config{
-		BaseURL:     f.srv.URL + "/v1",
-		APIKey:      testKey,
-		Model:       model,
-		BackoffBase: time.Millisecond,
-		BackoffMax:  5 * time.Millisecond,
-		Logger:      slog.New(slog.DiscardHandler),
+		BaseURL: f.srv.URL + "/v1",
+		APIKey:  testKey,
+		Model:   model,
+		Logger:  slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -308,293 +326,116 @@ func TestCompleteTextAnswer(t *testing.T) {
 	}
 }
 
-// (b) a 429 then a success: retried once.
-func TestCompleteRetries429(t *testing.T) {
-	api := newFakeAPI(t,
-		reply{status: http.StatusTooManyRequests, fixture: "error_429.json"},
-		reply{fixture: "answer.json"},
-	)
+// (f) configuration from the environment and its validation.
+func TestConfigFromEnvAndNew(t *testing.T) {
+	env := map[string]string{
+		EnvBaseURL: " http://localhost:8080/v1 ",
+		EnvAPIKey:  testKey,
+		EnvModel:   "gpt-4.1-nano",
+	}
+	cfg, err := ConfigFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("ConfigFromEnv: %v", err)
+	}
+	if cfg.BaseURL != "http://localhost:8080/v1" || cfg.APIKey != testKey || cfg.Model != "gpt-4.1-nano" {
+		t.Errorf("ConfigFromEnv = %+v", cfg)
+	}
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if m.Name() != "gpt-4.1-nano" || m.Profile().ContextWindow != 1047576 {
+		t.Errorf("name %q, profile %+v", m.Name(), m.Profile())
+	}
+	for _, s := range []string{cfg.String(), fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg)} {
+		if strings.Contains(s, testKey) {
+			t.Errorf("formatting a Config shows the key: %s", s)
+		}
+	}
+	var logs bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "cfg", cfg)
+	if strings.Contains(logs.String(), testKey) {
+		t.Errorf("logging a Config shows the key: %s", logs.String())
+	}
+
+	// Empty environment: defaults, but no key.
+	empty, err := ConfigFromEnv(func(string) string { return "" })
+	if err != nil || empty.Profiles != nil || empty.ReasoningEffort != "" {
+		t.Fatalf("ConfigFromEnv of nothing = %+v, %v", empty, err)
+	}
+	_, err = New(empty)
+	if err == nil || !strings.Contains(err.Error(), "API key") || !strings.Contains(err.Error(), EnvAPIKey) {
+		t.Errorf("New without key: err = %v, want one naming %s", err, EnvAPIKey)
+	}
+	empty.APIKey = "k"
+	if m, err := New(empty); err != nil || m.Name() != ModelDefault {
+		t.Errorf("New with defaults: %v, %v", m, err)
+	}
+
+	for _, bad := range []string{"ftp://example.org/v1", "localhost:8080", "http://", "::not a url"} {
+		_, err := New(Config{APIKey: "k", BaseURL: bad})
+		if err == nil || !strings.Contains(err.Error(), "base URL") {
+			t.Errorf("base URL %q: err = %v, want a base URL error", bad, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "k\"") {
+			t.Errorf("error shows the key: %v", err)
+		}
+	}
+}
+
+// Cached prompt tokens are priced at the cached rate and reasoning tokens
+// are billed as output (they are part of completion_tokens).
+func TestCompleteUsageCachedAndReasoning(t *testing.T) {
+	cases := []struct {
+		model string
+		want  float64
+	}{
+		// gpt-5-mini: 0.25 in, 0.025 cached, 2.00 out per 1M tokens.
+		// 4,000 uncached × 0.25 = 1,000; 6,000 cached × 0.025 = 150;
+		// 3,000 out (2,500 of them reasoning) × 2.00 = 6,000;
+		// (1,000 + 150 + 6,000) / 1e6 = $0.00715.
+		{"gpt-5-mini", 0.00715},
+		// gpt-4.1: 2.00 in, 0.50 cached, 8.00 out: (8,000 + 3,000 +
+		// 24,000) / 1e6 = $0.035.
+		{"gpt-4.1", 0.035},
+		// Not in the table: tokens counted, no price.
+		{"local-model", 0},
+	}
+	for _, tc := range cases {
+		api := newFakeAPI(t, reply{fixture: "usage_cached_reasoning.json"})
+		m := mustNew(t, api.config(tc.model))
+		resp, err := m.Complete(context.Background(), simpleRequest())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.model, err)
+		}
+		u := resp.Usage
+		if u.PromptTokens != 10000 || u.CachedPromptTokens != 6000 || u.CompletionTokens != 3000 || u.ReasoningTokens != 2500 {
+			t.Errorf("%s: usage = %+v, want 10000 prompt (6000 cached), 3000 completion (2500 reasoning)", tc.model, u)
+		}
+		if math.Abs(u.CostUSD-tc.want) > 1e-12 {
+			t.Errorf("%s: cost = %v, want %v", tc.model, u.CostUSD, tc.want)
+		}
+		if resp.FinishReason != llm.FinishStop || resp.Refused || resp.Limits != nil {
+			t.Errorf("%s: finish %q, refused %v, limits %+v", tc.model, resp.FinishReason, resp.Refused, resp.Limits)
+		}
+	}
+}
+
+// The rate limits the provider reports with an answer come back with it.
+func TestCompleteReportsLimits(t *testing.T) {
+	api := newFakeAPI(t, reply{fixture: "answer.json", header: map[string]string{
+		"x-ratelimit-limit-requests": "500", "x-ratelimit-remaining-requests": "499", "x-ratelimit-reset-requests": "120ms",
+		"x-ratelimit-limit-tokens": "200000", "x-ratelimit-remaining-tokens": "198500", "x-ratelimit-reset-tokens": "450ms",
+	}})
 	m := mustNew(t, api.config("gpt-4o-mini"))
 	resp, err := m.Complete(context.Background(), simpleRequest())
 	if err != nil {
-		t.Fatalf("Complete: %v", err)
+		t.Fatal(err)
 	}
-	if n := api.count(); n != 2 {
-		t.Errorf("server saw %d requests, want 2", n)
-	}
-	if resp.Message.Content == "" {
-		t.Errorf("empty answer after retry")
-	}
-}
-
-// 5xx are retried too, and Retry-After-Ms and Retry-After are obeyed
-// instead of a (here deliberately huge) backoff.
-func TestCompleteHonoursRetryAfter(t *testing.T) {
-	api := newFakeAPI(t,
-		reply{status: http.StatusServiceUnavailable, fixture: "error_503.json", header: map[string]string{"Retry-After-Ms": "20"}},
-		reply{status: http.StatusTooManyRequests, fixture: "error_429.json", header: map[string]string{"Retry-After": "0"}},
-		reply{fixture: "answer.json"},
-	)
-	cfg := api.config("gpt-4o-mini")
-	cfg.BackoffBase, cfg.BackoffMax = 10*time.Second, 10*time.Second
-	m := mustNew(t, cfg)
-	w := &httpwaittest.Waits{}
-	m.sleep = w.Sleep
-	if _, err := m.Complete(context.Background(), simpleRequest()); err != nil {
-		t.Fatalf("Complete: %v", err)
-	}
-	if n := api.count(); n != 3 {
-		t.Errorf("server saw %d requests, want 3", n)
-	}
-	if got, _ := w.All(); !slices.Equal(got, []time.Duration{20 * time.Millisecond, 0}) {
-		t.Errorf("waited %v, want the [20ms 0s] the server asked for", got)
-	}
-}
-
-// A Retry-After over RetryAfterMax is not obeyed: the backoff is waited.
-func TestCompleteCapsRetryAfter(t *testing.T) {
-	api := newFakeAPI(t,
-		reply{status: http.StatusTooManyRequests, fixture: "error_429.json", header: map[string]string{"Retry-After": "3600"}},
-		reply{fixture: "answer.json"},
-	)
-	cfg := api.config("gpt-4o-mini")
-	cfg.BackoffBase, cfg.BackoffMax = 2*time.Second, 2*time.Second
-	m := mustNew(t, cfg)
-	w := &httpwaittest.Waits{}
-	m.sleep = w.Sleep
-	if _, err := m.Complete(context.Background(), simpleRequest()); err != nil {
-		t.Fatalf("Complete: %v", err)
-	}
-	if n := api.count(); n != 2 {
-		t.Errorf("server saw %d requests, want 2", n)
-	}
-	if got, _ := w.All(); len(got) != 1 || got[0] < time.Second || got[0] >= 2*time.Second {
-		t.Errorf("waited %v, want one backoff in [1s, 2s), not the hour asked", got)
-	}
-}
-
-// Persistent 5xx: MaxRetries retries, then a non-permanent error.
-func TestCompleteGivesUp(t *testing.T) {
-	api := newFakeAPI(t, reply{status: http.StatusInternalServerError, body: `{"error":{"message":"boom","type":"server_error"}}`})
-	cfg := api.config("gpt-4o-mini")
-	cfg.MaxRetries = 2
-	m := mustNew(t, cfg)
-	_, err := m.Complete(context.Background(), simpleRequest())
-	if err == nil {
-		t.Fatal("no error")
-	}
-	if errors.Is(err, llm.ErrPermanent) {
-		t.Errorf("error %v is permanent, want retryable by the step job", err)
-	}
-	if n := api.count(); n != 3 {
-		t.Errorf("server saw %d requests, want 3 (1 + 2 retries)", n)
-	}
-	if !strings.Contains(err.Error(), "3 attempts") || !strings.Contains(err.Error(), "boom") {
-		t.Errorf("error = %v", err)
-	}
-}
-
-// A negative MaxRetries disables retries.
-func TestCompleteNoRetries(t *testing.T) {
-	api := newFakeAPI(t, reply{status: http.StatusBadGateway, body: "bad gateway"})
-	cfg := api.config("gpt-4o-mini")
-	cfg.MaxRetries = -1
-	m := mustNew(t, cfg)
-	if _, err := m.Complete(context.Background(), simpleRequest()); err == nil || errors.Is(err, llm.ErrPermanent) {
-		t.Fatalf("err = %v, want a non-permanent error", err)
-	}
-	if n := api.count(); n != 1 {
-		t.Errorf("server saw %d requests, want 1", n)
-	}
-}
-
-// failOnce is a transport whose first round trip fails like a dropped
-// connection.
-type failOnce struct {
-	mu    sync.Mutex
-	tries int
-}
-
-func (f *failOnce) RoundTrip(r *http.Request) (*http.Response, error) {
-	f.mu.Lock()
-	f.tries++
-	first := f.tries == 1
-	f.mu.Unlock()
-	if first {
-		return nil, errors.New("connection reset by peer")
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// A network error is retried.
-func TestCompleteRetriesNetworkError(t *testing.T) {
-	api := newFakeAPI(t, reply{fixture: "answer.json"})
-	cfg := api.config("gpt-4o-mini")
-	tr := &failOnce{}
-	cfg.HTTPClient = &http.Client{Transport: tr}
-	m := mustNew(t, cfg)
-	if _, err := m.Complete(context.Background(), simpleRequest()); err != nil {
-		t.Fatalf("Complete: %v", err)
-	}
-	if tr.tries != 2 || api.count() != 1 {
-		t.Errorf("transport tries %d, server requests %d; want 2 and 1", tr.tries, api.count())
-	}
-}
-
-// Retries stop when the context's deadline leaves no time for the backoff:
-// the call gives up before the deadline instead of waiting for it.
-func TestCompleteStopsAtDeadline(t *testing.T) {
-	api := newFakeAPI(t, reply{status: http.StatusServiceUnavailable, fixture: "error_503.json"})
-	cfg := api.config("gpt-4o-mini")
-	cfg.BackoffBase, cfg.BackoffMax = time.Hour, time.Hour
-	m := mustNew(t, cfg)
-	w := &httpwaittest.Waits{Then: httpwait.Sleep}
-	m.sleep = w.Sleep
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_, err := m.Complete(ctx, simpleRequest())
-	if err == nil || errors.Is(err, llm.ErrPermanent) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want a non-permanent deadline error", err)
-	}
-	if ctx.Err() != nil {
-		t.Errorf("Complete ended with its context (%v): it waited for the deadline instead of giving up", ctx.Err())
-	}
-	if asked, took := w.All(); len(asked) != 1 || asked[0] < 30*time.Minute || asked[0] >= time.Hour || took[0] {
-		t.Errorf("waits asked %v, taken %v; want one backoff in [30m, 1h), not taken", asked, took)
-	}
-	if n := api.count(); n != 1 {
-		t.Errorf("server saw %d requests, want 1", n)
-	}
-}
-
-// A cancelled context stops the wait between attempts.
-func TestCompleteStopsWhenCancelled(t *testing.T) {
-	api := newFakeAPI(t, reply{status: http.StatusTooManyRequests, fixture: "error_429.json"})
-	cfg := api.config("gpt-4o-mini")
-	cfg.BackoffBase, cfg.BackoffMax = time.Hour, time.Hour
-	m := mustNew(t, cfg)
-	waiting := make(chan struct{})
-	var once sync.Once
-	w := &httpwaittest.Waits{Then: func(ctx context.Context, d time.Duration) bool {
-		once.Do(func() { close(waiting) })
-		return httpwait.Sleep(ctx, d)
-	}}
-	m.sleep = w.Sleep
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := m.Complete(ctx, simpleRequest())
-		done <- err
-	}()
-	select {
-	case <-waiting:
-	case err := <-done:
-		t.Fatalf("Complete ended (%v) without waiting to retry", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("Complete never waited to retry")
-	}
-	cancel()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Complete never returned after its context was cancelled")
-	}
-	if !errors.Is(err, context.Canceled) || errors.Is(err, llm.ErrPermanent) {
-		t.Fatalf("err = %v, want context.Canceled, not permanent", err)
-	}
-	if asked, took := w.All(); len(asked) != 1 || took[0] {
-		t.Errorf("waits asked %v, taken %v; want one, cut short", asked, took)
-	}
-	if n := api.count(); n != 1 {
-		t.Errorf("server saw %d requests, want 1", n)
-	}
-}
-
-// (c) malformed answers are permanent, not retried, and say what is wrong.
-func TestCompleteMalformed(t *testing.T) {
-	cases := []struct {
-		name string
-		rep  reply
-		want []string
-	}{
-		{"no choices", reply{fixture: "no_choices.json"}, []string{"no choices"}},
-		{"empty message", reply{fixture: "empty_message.json"}, []string{"neither content nor tool calls", "content_filter"}},
-		{"body not JSON", reply{body: "<html>upstream error</html>"}, []string{"not a chat completion", "invalid character"}},
-		{"empty body", reply{body: ""}, []string{"not a chat completion"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			api := newFakeAPI(t, tc.rep)
-			m := mustNew(t, api.config("gpt-4o-mini"))
-			_, err := m.Complete(context.Background(), simpleRequest())
-			if !errors.Is(err, llm.ErrPermanent) || !errors.Is(err, ErrMalformedResponse) {
-				t.Fatalf("err = %v, want permanent and malformed", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
-			}
-			if n := api.count(); n != 1 {
-				t.Errorf("server saw %d requests, want 1", n)
-			}
-		})
-	}
-}
-
-// (d) a 400 is permanent and not retried.
-func TestComplete400IsPermanent(t *testing.T) {
-	api := newFakeAPI(t, reply{status: http.StatusBadRequest, fixture: "error_400.json"})
-	m := mustNew(t, api.config("gpt-4o-mini"))
-	_, err := m.Complete(context.Background(), simpleRequest())
-	if !errors.Is(err, llm.ErrPermanent) {
-		t.Fatalf("err = %v, want permanent", err)
-	}
-	if errors.Is(err, ErrMalformedResponse) {
-		t.Errorf("a rejected request is not a malformed response: %v", err)
-	}
-	if !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "Invalid schema") {
-		t.Errorf("error = %v, want the status and the API's message", err)
-	}
-	if n := api.count(); n != 1 {
-		t.Errorf("server saw %d requests, want 1", n)
-	}
-}
-
-// Other 4xx (auth, not found) are permanent too.
-func TestCompleteOther4xxArePermanent(t *testing.T) {
-	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusUnprocessableEntity} {
-		api := newFakeAPI(t, reply{status: status, body: `{"error":{"message":"nope","type":"invalid_request_error"}}`})
-		m := mustNew(t, api.config("gpt-4o-mini"))
-		_, err := m.Complete(context.Background(), simpleRequest())
-		if !errors.Is(err, llm.ErrPermanent) || api.count() != 1 {
-			t.Errorf("status %d: err = %v after %d requests, want permanent after 1", status, err, api.count())
-		}
-		if err != nil && strings.Contains(err.Error(), testKey) {
-			t.Errorf("status %d: error shows the API key", status)
-		}
-	}
-}
-
-// A request that cannot be sent is permanent and never reaches the server.
-func TestCompleteInvalidRequest(t *testing.T) {
-	cases := map[string]llm.Request{
-		"tool result without id": {Messages: []llm.Message{{Role: llm.RoleTool, Content: "x"}}},
-		"unknown role":           {Messages: []llm.Message{{Role: "narrator", Content: "x"}}},
-		"schema not JSON":        {Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}, Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`{`)}}},
-		"negative token cap":     {Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}, MaxCompletionTokens: -1},
-	}
-	for name, req := range cases {
-		api := newFakeAPI(t, reply{fixture: "answer.json"})
-		m := mustNew(t, api.config("gpt-4o-mini"))
-		if _, err := m.Complete(context.Background(), req); !errors.Is(err, llm.ErrPermanent) {
-			t.Errorf("%s: err = %v, want permanent", name, err)
-		}
-		if api.count() != 0 {
-			t.Errorf("%s: the request was sent", name)
-		}
+	want := llm.RateLimits{LimitRequests: 500, RemainingRequests: 499, ResetRequests: 120 * time.Millisecond,
+		LimitTokens: 200000, RemainingTokens: 198500, ResetTokens: 450 * time.Millisecond}
+	if resp.Limits == nil || *resp.Limits != want {
+		t.Errorf("limits = %+v, want %+v", resp.Limits, want)
 	}
 }
 
@@ -616,7 +457,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// (e) an unknown model: tokens counted, cost 0, one warning per Model.
+// An unknown model: tokens counted, cost 0, the default window, and one
+// warning when the Model is made, none per call.
 func TestCompleteUnknownModel(t *testing.T) {
 	api := newFakeAPI(t, reply{fixture: "answer.json"})
 	var logs syncBuffer
@@ -633,146 +475,36 @@ func TestCompleteUnknownModel(t *testing.T) {
 		}
 	}
 	out := logs.String()
-	if n := strings.Count(out, "no list price"); n != 1 {
-		t.Errorf("logged the unknown price %d times, want once:\n%s", n, out)
+	if n := strings.Count(out, "not in the profile table"); n != 1 {
+		t.Errorf("logged the unknown model %d times, want once:\n%s", n, out)
 	}
-	if !strings.Contains(out, "local-model") {
-		t.Errorf("warning does not name the model:\n%s", out)
+	if !strings.Contains(out, "local-model") || !strings.Contains(out, "context_window=16384") {
+		t.Errorf("warning does not name the model and its window:\n%s", out)
 	}
 	if strings.Contains(out, testKey) {
 		t.Errorf("the log shows the API key")
 	}
-	if m.Name() != "local-model" {
-		t.Errorf("Name = %q", m.Name())
-	}
-}
-
-// Retries are logged without the key.
-func TestRetryLogHasNoKey(t *testing.T) {
-	api := newFakeAPI(t, reply{status: http.StatusTooManyRequests, fixture: "error_429.json"}, reply{fixture: "answer.json"})
-	var logs syncBuffer
-	cfg := api.config("gpt-4o-mini")
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	m := mustNew(t, cfg)
-	if _, err := m.Complete(context.Background(), simpleRequest()); err != nil {
-		t.Fatal(err)
-	}
-	if out := logs.String(); !strings.Contains(out, "retrying") || strings.Contains(out, testKey) {
-		t.Errorf("log = %s", out)
-	}
-}
-
-// (f) configuration from the environment and its validation.
-func TestConfigFromEnvAndNew(t *testing.T) {
-	env := map[string]string{
-		EnvBaseURL: " http://localhost:8080/v1 ",
-		EnvAPIKey:  testKey,
-		EnvModel:   "gpt-4.1-nano",
-	}
-	cfg := ConfigFromEnv(func(k string) string { return env[k] })
-	if cfg.BaseURL != "http://localhost:8080/v1" || cfg.APIKey != testKey || cfg.Model != "gpt-4.1-nano" {
-		t.Errorf("ConfigFromEnv = %+v", cfg)
-	}
-	m, err := New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	if m.Name() != "gpt-4.1-nano" || m.maxRetries != MaxRetriesDefault || m.backoffBase != BackoffBaseDefault {
-		t.Errorf("defaults not applied: name %q, retries %d, backoff %v", m.Name(), m.maxRetries, m.backoffBase)
-	}
-	for _, s := range []string{cfg.String(), fmt.Sprintf("%v %+v %#v", cfg, cfg, cfg)} {
-		if strings.Contains(s, testKey) {
-			t.Errorf("formatting a Config shows the key: %s", s)
-		}
-	}
-	var logs bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logs, nil)).Info("config", "cfg", cfg)
-	if strings.Contains(logs.String(), testKey) {
-		t.Errorf("logging a Config shows the key: %s", logs.String())
-	}
-
-	// Empty environment: defaults, but no key.
-	empty := ConfigFromEnv(func(string) string { return "" })
-	_, err = New(empty)
-	if err == nil || !strings.Contains(err.Error(), "API key") || !strings.Contains(err.Error(), EnvAPIKey) {
-		t.Errorf("New without key: err = %v, want one naming %s", err, EnvAPIKey)
-	}
-	empty.APIKey = "k"
-	if m, err := New(empty); err != nil || m.Name() != ModelDefault {
-		t.Errorf("New with defaults: %v, %v", m, err)
-	}
-
-	for _, bad := range []string{"ftp://example.org/v1", "localhost:8080", "http://", "::not a url"} {
-		_, err := New(Config{APIKey: "k", BaseURL: bad})
-		if err == nil || !strings.Contains(err.Error(), "base URL") {
-			t.Errorf("base URL %q: err = %v, want a base URL error", bad, err)
-		}
-		if err != nil && strings.Contains(err.Error(), "k\"") {
-			t.Errorf("error shows the key: %v", err)
-		}
+	if p := m.Profile(); p.ContextWindow != ContextWindowDefault || p.Priced {
+		t.Errorf("profile = %+v, want the default window and no price", p)
 	}
 }
 
 func TestPriceOf(t *testing.T) {
 	mini, ok := PriceOf("gpt-4o-mini")
-	if !ok || mini != (Price{Input: 0.15, Output: 0.60}) {
+	if !ok || mini != (llm.Price{Input: 0.15, CachedInput: 0.075, Output: 0.60}) {
 		t.Errorf("gpt-4o-mini = %+v, %v", mini, ok)
 	}
 	if p, ok := PriceOf("gpt-4o-mini-2024-07-18"); !ok || p != mini {
 		t.Errorf("dated snapshot = %+v, %v; want the gpt-4o-mini price", p, ok)
 	}
-	if p, _ := PriceOf("gpt-4o"); p == mini {
-		t.Errorf("gpt-4o priced like gpt-4o-mini")
-	}
 	if _, ok := PriceOf("gpt-4o-mini-preview"); ok {
 		t.Errorf("a model not in the table has a price")
 	}
-	if got := (Price{Input: 2, Output: 8}).Cost(1_000_000, 500_000); got != 6 {
-		t.Errorf("Cost = %v, want 6", got)
-	}
-}
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	cases := []struct {
-		header map[string]string
-		want   time.Duration
-		ok     bool
-	}{
-		{nil, 0, false},
-		{map[string]string{"Retry-After": "2"}, 2 * time.Second, true},
-		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond, true},
-		{map[string]string{"Retry-After": now.Add(3 * time.Second).Format(http.TimeFormat)}, 3 * time.Second, true},
-		{map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0, true},
-		{map[string]string{"Retry-After": "soon"}, 0, false},
-		{map[string]string{"Retry-After": "-1"}, 0, false},
-		{map[string]string{"Retry-After-Ms": "150", "Retry-After": "9"}, 150 * time.Millisecond, true},
-	}
-	for _, tc := range cases {
-		h := http.Header{}
-		for k, v := range tc.header {
-			h.Set(k, v)
+	for _, model := range []string{"gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano",
+		"o3-mini", "o4-mini", "o3", "gpt-5", "gpt-5-mini", "gpt-5-nano"} {
+		p, ok := PriceOf(model)
+		if !ok || p.Input <= 0 || p.Output <= p.Input || p.CachedInput <= 0 || p.CachedInput > p.Input {
+			t.Errorf("%s: price %+v, %v; want input > 0, output > input, 0 < cached <= input", model, p, ok)
 		}
-		got, ok := httpwait.RetryAfter(h, now)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%v: got %v, %v; want %v, %v", tc.header, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	base, most := 200*time.Millisecond, 3*time.Second
-	for attempt, full := range []time.Duration{200, 400, 800, 1600, 3000, 3000} {
-		full *= time.Millisecond
-		for range 20 {
-			d := backoff(attempt, base, most)
-			if d < full/2 || d >= full {
-				t.Fatalf("attempt %d: backoff %v outside [%v, %v)", attempt, d, full/2, full)
-			}
-		}
-	}
-	// No overflow with a long base and many attempts.
-	if d := backoff(200, time.Hour, 2*time.Hour); d < time.Hour || d >= 2*time.Hour {
-		t.Errorf("backoff(200, 1h, 2h) = %v", d)
 	}
 }
