@@ -90,7 +90,11 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 		resp, err := a.modelFor(run).Complete(ctx, req)
 		a.observe(ctx, run, resp.Limits, err)
 		if err == nil {
-			a.rate.learn(ad.call.model, llm.EstimatePromptTokens(req), resp.Usage.PromptTokens)
+			own := llm.EstimatePromptTokens(req)
+			a.rate.learn(ad.call.model, own, resp.Usage.PromptTokens)
+			if own > 0 && resp.Usage.PromptTokens > 0 {
+				t.tokenRatio = float64(resp.Usage.PromptTokens) / float64(own) // as the next load would read it
+			}
 			return &answer{resp: resp, call: ad.call, last: last, cap: req.MaxCompletionTokens}, nil
 		}
 		a.settleFailed(ctx, ad.call, err)
@@ -160,9 +164,10 @@ func (a *Agent) endWithFindings(ctx context.Context, t *turn, why string) error 
 // buildRequest is the request of a step: the system prompt, tools and
 // conversation of the run (tools listed but not callable on its last step,
 // so that the prompt's cached prefix holds), a completion cap sized to
-// what the call is for, compacted at level to fit the model's window. It
-// is a function of the stored conversation, the configuration and the
-// level, so a retried step builds the same request.
+// what the call is for, compacted at level to fit the model's window as
+// the provider counts (t.tokenRatio). It is a function of the stored
+// conversation and calls, and of the configuration, so a retried step
+// builds the same request.
 func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, level int) (llm.Request, bool, error) {
 	req, err := a.request(t.run, conv, last, closing)
 	if err != nil {
@@ -177,7 +182,7 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 	if p.ContextWindow > 0 {
 		req.MaxCompletionTokens = min(req.MaxCompletionTokens, p.ContextWindow/2)
 	}
-	out, fits := a.compact(req, p.ContextWindow, level)
+	out, fits := a.compact(req, p.ContextWindow, level, t.tokenRatio)
 	return out, fits, nil
 }
 

@@ -12,12 +12,14 @@ import (
 const PromptBudgetDefault = 40_000
 
 // compact fits a request in its model's window (0: none) at level (how
-// often the provider said such a request did not fit): it returns the
-// request to send and whether it fits at all.
-func (a *Agent) compact(req llm.Request, window, level int) (llm.Request, bool) {
+// often the provider said such a request did not fit), counting ratio
+// provider tokens for each of gb's own: it returns the request to send and
+// whether it fits at all.
+func (a *Agent) compact(req llm.Request, window, level int, ratio float64) (llm.Request, bool) {
 	if window <= 0 {
 		return req, true
 	}
-	res := compact.Fit(req, compact.Config{Window: window, MaxBudget: a.config.PromptBudget}, level)
+	cfg := compact.Config{Window: window, MaxBudget: a.config.PromptBudget, Scale: ratio}
+	res := compact.Fit(req, cfg, level)
 	return res.Request, res.Fits
 }

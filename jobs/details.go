@@ -8,20 +8,31 @@ import (
 
 // Totals add up the usage of a tree of runs.
 type Totals struct {
-	Runs    int     `json:"runs"`
-	Steps   int     `json:"steps"`
-	Tokens  int64   `json:"tokens"`
-	CostUSD float64 `json:"cost_usd"`
-	Working int     `json:"working"`
+	Runs   int   `json:"runs"`
+	Steps  int   `json:"steps"`
+	Tokens int64 `json:"tokens"`
+	// CachedTokens and ReasoningTokens add up the runs' CachedTokens and
+	// ReasoningTokens: parts of Tokens, not more of them.
+	CachedTokens    int64   `json:"cached_tokens"`
+	ReasoningTokens int64   `json:"reasoning_tokens"`
+	CostUSD         float64 `json:"cost_usd"`
+	Working         int     `json:"working"`
+	// EstimatedCalls counts the model calls of the runs settled at their
+	// estimate (their worker died with the call in flight), whose usage
+	// in the totals is the estimate, not the provider's count.
+	EstimatedCalls int `json:"estimated_calls"`
 }
 
-// Sum adds up the usage of runs.
+// Sum adds up the usage of runs; EstimatedCalls, which the runs do not
+// carry, is left 0 (TreeTotals counts it).
 func Sum(runs []*Run) Totals {
 	var t Totals
 	for _, r := range runs {
 		t.Runs++
 		t.Steps += r.Steps
 		t.Tokens += r.Tokens
+		t.CachedTokens += r.CachedTokens
+		t.ReasoningTokens += r.ReasoningTokens
 		t.CostUSD += r.CostUSD
 		if !r.Ended() {
 			t.Working++
@@ -30,16 +41,33 @@ func Sum(runs []*Run) Totals {
 	return t
 }
 
+// TreeTotals is Sum of runs with the count of their model calls settled at
+// an estimate, read from the ledger.
+func TreeTotals(ctx context.Context, db DB, runs []*Run) (Totals, error) {
+	t := Sum(runs)
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	if err := db.QueryRow(ctx, `SELECT count(*)::int FROM gb_model_calls
+		WHERE run_id = ANY($1) AND estimated`, ids).Scan(&t.EstimatedCalls); err != nil {
+		return t, fmt.Errorf("error counting estimated model calls: %w", err)
+	}
+	return t, nil
+}
+
 // SubagentSummary is one sub-agent as its parent's details show it.
 type SubagentSummary struct {
-	ID      int64   `json:"id"`
-	Name    string  `json:"name"`
-	Reason  string  `json:"reason"`
-	Status  string  `json:"status"`
-	State   string  `json:"state"`
-	Steps   int     `json:"steps"`
-	Tokens  int64   `json:"tokens"`
-	CostUSD float64 `json:"cost_usd"`
+	ID              int64   `json:"id"`
+	Name            string  `json:"name"`
+	Reason          string  `json:"reason"`
+	Status          string  `json:"status"`
+	State           string  `json:"state"`
+	Steps           int     `json:"steps"`
+	Tokens          int64   `json:"tokens"`
+	CachedTokens    int64   `json:"cached_tokens"`
+	ReasoningTokens int64   `json:"reasoning_tokens"`
+	CostUSD         float64 `json:"cost_usd"`
 }
 
 // RunDetails is a run as GET /v1/gb/research/{id} shows it: the run, its
@@ -70,13 +98,18 @@ func Details(ctx context.Context, db DB, userID, id int64) (*RunDetails, error) 
 	if err != nil {
 		return nil, err
 	}
-	d := &RunDetails{Run: run, States: states, Subagents: []SubagentSummary{}, Tree: Sum(sub)}
+	tree, err := TreeTotals(ctx, db, sub)
+	if err != nil {
+		return nil, err
+	}
+	d := &RunDetails{Run: run, States: states, Subagents: []SubagentSummary{}, Tree: tree}
 	if d.States == nil {
 		d.States = []StateChange{}
 	}
 	for _, k := range kids {
 		d.Subagents = append(d.Subagents, SubagentSummary{ID: k.ID, Name: k.Name, Reason: k.Reason,
-			Status: k.Status, State: k.State, Steps: k.Steps, Tokens: k.Tokens, CostUSD: k.CostUSD})
+			Status: k.Status, State: k.State, Steps: k.Steps, Tokens: k.Tokens,
+			CachedTokens: k.CachedTokens, ReasoningTokens: k.ReasoningTokens, CostUSD: k.CostUSD})
 	}
 	end := time.Now()
 	if run.EndedAt != nil {

@@ -32,6 +32,12 @@ const conversationSQL = `SELECT messages FROM gb_agent_research_steps WHERE run_
 const refusalsSQL = `SELECT step, count(*)::int FROM gb_model_calls
 	WHERE run_id = $1 AND status = 'released' AND outcome IN ($2, $3) GROUP BY step`
 
+// tokenRatioSQL is how many prompt tokens the provider counted for each of
+// gb's own in the run's latest answered call (none: no such call).
+const tokenRatioSQL = `SELECT prompt_tokens::float8 / est_prompt_tokens FROM gb_model_calls
+	WHERE run_id = $1 AND status = 'settled' AND NOT estimated AND est_prompt_tokens > 0 AND prompt_tokens > 0
+	ORDER BY id DESC LIMIT 1`
+
 // parentInputsSQL lists the unread messages a sub-agent's parent sent it.
 const parentInputsSQL = `SELECT m.id, m.text FROM gb_messages m JOIN gb_agent_research_runs r ON r.id = m.to_id
 	WHERE m.to_id = $1 AND m.from_id = r.parent_id AND m.read_at IS NULL ORDER BY m.id`

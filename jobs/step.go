@@ -42,6 +42,11 @@ type turn struct {
 	// they did not fit (the model's window or its token rate limit): the
 	// step compacts that much harder when it is tried again.
 	refusals map[int]int
+	// tokenRatio is how many prompt tokens the provider counted for each
+	// of gb's own in the run's latest answered call (1 before any): the
+	// request's compaction counts with it, so that what it sends fits the
+	// window as the provider counts.
+	tokenRatio float64
 }
 
 // work makes the steps of the job's run, each in its own transaction, until
@@ -94,6 +99,14 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 	if a.messenger != nil {
 		b.Queue(parentInputsSQL, id).Query(t.scanInputs)
 	}
+	t.tokenRatio = 1
+	b.Queue(tokenRatioSQL, id).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&t.tokenRatio)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
 	t.refusals = map[int]int{}
 	b.Queue(refusalsSQL, id, outcomeContext, outcomeTooLarge).Query(func(rows pgx.Rows) error {
 		for rows.Next() {

@@ -56,6 +56,10 @@ type Config struct {
 	// prompt tokens: a long research then resends a smaller conversation
 	// at every step, at the price of stubbing pages sooner. 0 means no cap.
 	MaxBudget int
+	// Scale is how many tokens the provider counts for each token of
+	// llm.EstimatePromptTokens, as the provider's answers showed (values
+	// under 1 count as 1): the budget is counted in the estimate's tokens.
+	Scale float64
 }
 
 // withDefaults fills the zero fields of c, and keeps LowWater at most
@@ -80,8 +84,8 @@ func (c Config) withDefaults() Config {
 }
 
 // Budget is the working budget of a request at a level, in prompt tokens:
-// Window·(1−Margin) less the completion cap, at most MaxBudget, shrunk by
-// 0.75 for each level.
+// Window·(1−Margin) less the completion cap, at most MaxBudget, divided by
+// Scale and shrunk by 0.75 for each level.
 // It is math.MaxInt when the window is unknown (0).
 func (c Config) Budget(maxCompletionTokens, level int) int {
 	if c.Window <= 0 {
@@ -92,6 +96,7 @@ func (c Config) Budget(maxCompletionTokens, level int) int {
 	if c.MaxBudget > 0 {
 		w = min(w, float64(c.MaxBudget))
 	}
+	w /= max(c.Scale, 1)
 	return int(math.Floor(w * math.Pow(levelShrink, float64(max(level, 0)))))
 }
 

@@ -1,0 +1,18 @@
+// Package providerbench runs research trees against a provider with real
+// limits and measures what they cost: the project's OpenAI-compatible fake
+// (infra/openai/openaifake), which enforces a context window, requests and
+// tokens per minute with OpenAI's 429s and headers, reports cached prompt
+// tokens and bills every call it answers, reached through the real model
+// client (infra/openai), with pages served on this machine and read through
+// the real fetcher (infra/fetch). Each scenario returns the provider's
+// figures beside gb's own ledger, so that a test can assert them and
+// `gb bench provider` can print them.
+//
+// Scenarios: a long research that reads a new page at every step, with and
+// without compaction (LongResearch); many trees against a rate limit
+// (RateLimits); a tree with a dollar budget and sub-agents racing for it
+// (CostTree); and a tree meeting each odd answer a provider gives (OddAnswers).
+//
+// It may import jobs and its subpackages, infra/openai, infra/openai/openaifake,
+// infra/fetch and infra/db.
+package providerbench

@@ -1,0 +1,182 @@
+package providerbench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/gbresearch/gb/infra/openai"
+	"github.com/gbresearch/gb/infra/openai/openaifake"
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/kb"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// ModelDefault is the model the scenarios ask for, priced as OpenAI prices it.
+const ModelDefault = "gpt-4o-mini"
+
+// PageSizeDefault is how many characters a page has: one fetch reads it.
+const PageSizeDefault = 20_000
+
+// EnvOptions say what a scenario runs on.
+type EnvOptions struct {
+	// Pool is a migrated database.
+	Pool *pgxpool.Pool
+	// Provider configures the fake provider; its Brain is the scenario's.
+	Provider openaifake.Config
+	// Model is the model asked for (ModelDefault).
+	Model string
+	// Profiles correct what the model client knows of models.
+	Profiles map[string]openai.ProfileOverride
+	// Agent configures the working agents.
+	Agent jobs.Config
+	// Workers is how many agents work at once, each with its own River
+	// client, as separate worker processes would (default 1).
+	Workers int
+	// Logger gets the agents' logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Env is what a scenario runs on: the fake provider, a page server, the
+// working agents, a user and a dataset of its own.
+type Env struct {
+	Pool    *pgxpool.Pool
+	Fake    *openaifake.Server
+	Pages   *pages
+	Starter *jobs.Agent // inserts the researches; works none
+	Agents  []*jobs.Agent
+	UserID  int64
+	Dataset string
+	Model   string
+}
+
+// newEnv starts the provider with brain, the page server and the agents.
+func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) openaifake.Brain) (_ *Env, err error) {
+	if o.Pool == nil {
+		return nil, errors.New("providerbench: EnvOptions.Pool is required")
+	}
+	e := &Env{Pool: o.Pool, Model: o.Model, Pages: newPages(pageSize)}
+	if e.Model == "" {
+		e.Model = ModelDefault
+	}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	pc := o.Provider
+	pc.Brain = brain(e.Pages)
+	e.Fake = openaifake.New(pc)
+	model, err := openai.New(openai.Config{BaseURL: e.Fake.URL(), APIKey: apiKey(pc), Model: e.Model,
+		Profiles: o.Profiles, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	fetcher, err := e.Pages.fetcher()
+	if err != nil {
+		return nil, err
+	}
+	tag := randomTag()
+	e.Dataset = "providerbench_" + tag
+	if _, err := kb.Load(ctx, o.Pool, e.Dataset, []kb.Document{{Source: "providerbench", Title: "providerbench",
+		Body: "The dataset of a provider benchmark: the research is on the pages it fetches."}}); err != nil {
+		return nil, fmt.Errorf("error creating the dataset: %w", err)
+	}
+	user := "providerbench_" + tag
+	if _, err := jobs.CreateKey(ctx, o.Pool, user); err != nil {
+		return nil, err
+	}
+	if e.UserID, err = jobs.UserID(ctx, o.Pool, user); err != nil {
+		return nil, err
+	}
+	deps := jobs.Deps{Pool: o.Pool, Model: model, Logger: logger, Config: o.Agent, Search: noSearch{}, Fetch: fetcher}
+	if e.Starter, err = jobs.New(deps); err != nil {
+		return nil, err
+	}
+	deps.Work = true
+	for range max(o.Workers, 1) {
+		a, err := jobs.New(deps)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.Start(ctx); err != nil {
+			return nil, err
+		}
+		e.Agents = append(e.Agents, a)
+	}
+	return e, nil
+}
+
+// apiKey is the key the fake provider expects.
+func apiKey(c openaifake.Config) string {
+	if c.APIKey != "" {
+		return c.APIKey
+	}
+	return openaifake.DefaultAPIKey
+}
+
+// Close stops the agents, the provider and the page server.
+func (e *Env) Close() {
+	for _, a := range e.Agents {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = a.Stop(ctx)
+		cancel()
+	}
+	e.Agents = nil
+	if e.Fake != nil {
+		e.Fake.Close()
+	}
+	e.Pages.Close()
+}
+
+// Start starts a research.
+func (e *Env) Start(ctx context.Context, p jobs.StartParams) (*jobs.Run, error) {
+	p.UserID, p.Dataset = e.UserID, e.Dataset
+	run, _, err := e.Starter.StartResearch(ctx, p)
+	return run, err
+}
+
+// Wait waits until every run of ids has ended, or ctx ends.
+func (e *Env) Wait(ctx context.Context, ids ...int64) error {
+	for {
+		var open int
+		err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_runs
+			WHERE root_id = ANY($1) AND ended_at IS NULL`, ids).Scan(&open)
+		if err != nil {
+			return fmt.Errorf("error waiting for the runs: %w", err)
+		}
+		if open == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d runs still working: %w", open, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// noSearch is the web search of the scenarios: they fetch pages by address.
+type noSearch struct{}
+
+func (noSearch) Name() string { return "none" }
+
+func (noSearch) Search(context.Context, string, int) ([]jobs.SearchResult, llm.Usage, error) {
+	return nil, llm.Usage{}, errors.New("web search is not part of this benchmark: fetch the pages you were given")
+}
+
+func randomTag() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
