@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +156,53 @@ func TestBudgetWaitOnTheLastAttemptSpendsNothing(t *testing.T) {
 	}
 	if done := waitEnded(t, b.pool, run.ID, 20*time.Second); done.Status != jobs.StatusSucceeded {
 		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+}
+
+// Sub-agents whose real usage is far above their estimate overspend the
+// tree's budget, but never the share kept for the root's report: the root
+// still writes it (the squeeze of a closing call needing 1,412 of a
+// 1,632-token quarter).
+func TestSubagentOvershootLeavesTheReportsShare(t *testing.T) {
+	t.Parallel()
+	const budget = 6528 // a quarter of 1,632 tokens
+	model := &meteredModel{prompt: 1156, completion: 256, promptError: 600, fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		switch {
+		case !req.MayCallTools():
+			return llm.Message{Content: "report of " + topic(req)}, nil
+		case topic(req) != "root":
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query":"context"}`)}}, nil
+		case turns(req) == 0:
+			var calls []llm.ToolCall
+			for i := range 4 {
+				calls = append(calls, toolCall("spawn_subagent",
+					fmt.Sprintf(`{"name":"s%d","reason":"covers part %d","task":"part %d"}`, i, i, i)))
+			}
+			return llm.Message{ToolCalls: calls}, nil
+		default:
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
+		}
+	}}
+	b := setup(t, setupOpts{model: model, config: jobs.Config{MaxCompletionTokens: 256}})
+	ctx := context.Background()
+	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root", MaxTokens: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitEnded(t, b.pool, root.ID, 30*time.Second)
+	tree, err := jobs.Tree(ctx, b.pool, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spent int64
+	for _, r := range tree {
+		spent += r.Tokens
+		t.Logf("run %d %s %s steps %d tokens %d %s", r.ID, r.Name, r.Status, r.Steps, r.Tokens, r.Error)
+	}
+	if done.Status != jobs.StatusSucceeded || !strings.HasPrefix(done.Report, "report of") {
+		t.Fatalf("root %s %q, report %q: want its own report", done.Status, done.Error, done.Report)
+	}
+	if spent <= budget*3/4 {
+		t.Fatalf("the sub-agents spent %d of %d: the test needs them to overspend their side", spent, budget)
 	}
 }

@@ -96,6 +96,11 @@ const SubagentsPerTree = 3
 // for them and reports; each sub-agent fetches steps pages of its own,
 // then reports.
 func treeBrain(p *pages, steps int) openaifake.Brain {
+	return spawningBrain(p, SubagentsPerTree, steps)
+}
+
+// spawningBrain is treeBrain with subs sub-agents.
+func spawningBrain(p *pages, subs, steps int) openaifake.Brain {
 	return func(req *openaifake.Request) openaifake.Answer {
 		t := task(req)
 		k := turns(req)
@@ -111,7 +116,7 @@ func treeBrain(p *pages, steps int) openaifake.Brain {
 			return fetchCall(fmt.Sprintf("call_part_%d", k+1), p.URL(tree*1000+part*100+k+1))
 		case k == 0 && offers(req, "spawn_subagent"):
 			var a openaifake.Answer
-			for i := 1; i <= SubagentsPerTree; i++ {
+			for i := 1; i <= subs; i++ {
 				a.ToolCalls = append(a.ToolCalls, openaifake.ToolCall{ID: fmt.Sprintf("call_spawn_%d", i),
 					Name: "spawn_subagent", Arguments: fmt.Sprintf(
 						`{"name":"part%d","reason":"part %d needs pages of its own","task":"part %d of %s","max_steps":%d}`,

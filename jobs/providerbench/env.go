@@ -54,6 +54,19 @@ type Env struct {
 	UserID  int64
 	Dataset string
 	Model   string
+	tag     string
+	users   int
+}
+
+// NewUser creates a user of the scenario's own (a user may have only a few
+// researches working at once).
+func (e *Env) NewUser(ctx context.Context) (int64, error) {
+	e.users++
+	name := fmt.Sprintf("providerbench_%s_%d", e.tag, e.users)
+	if _, err := jobs.CreateKey(ctx, e.Pool, name); err != nil {
+		return 0, err
+	}
+	return jobs.UserID(ctx, e.Pool, name)
 }
 
 // newEnv starts the provider with brain, the page server and the agents.
@@ -92,11 +105,8 @@ func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) 
 		Body: "The dataset of a provider benchmark: the research is on the pages it fetches."}}); err != nil {
 		return nil, fmt.Errorf("error creating the dataset: %w", err)
 	}
-	user := "providerbench_" + tag
-	if _, err := jobs.CreateKey(ctx, o.Pool, user); err != nil {
-		return nil, err
-	}
-	if e.UserID, err = jobs.UserID(ctx, o.Pool, user); err != nil {
+	e.tag = tag
+	if e.UserID, err = e.NewUser(ctx); err != nil {
 		return nil, err
 	}
 	deps := jobs.Deps{Pool: o.Pool, Model: model, Logger: logger, Config: o.Agent, Search: noSearch{}, Fetch: fetcher}
@@ -139,9 +149,13 @@ func (e *Env) Close() {
 	e.Pages.Close()
 }
 
-// Start starts a research.
+// Start starts a research, for the scenario's first user unless p names
+// another.
 func (e *Env) Start(ctx context.Context, p jobs.StartParams) (*jobs.Run, error) {
-	p.UserID, p.Dataset = e.UserID, e.Dataset
+	if p.UserID == 0 {
+		p.UserID = e.UserID
+	}
+	p.Dataset = e.Dataset
 	run, _, err := e.Starter.StartResearch(ctx, p)
 	return run, err
 }

@@ -1,0 +1,170 @@
+package providerbench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gbresearch/gb/infra/openai/openaifake"
+	"github.com/gbresearch/gb/jobs"
+)
+
+// RateOptions size a run of trees against a rate limit.
+type RateOptions struct {
+	EnvOptions
+	// Trees is how many trees start at once, each a root and
+	// SubagentsPerTree sub-agents (default 30).
+	Trees int
+	// SubSteps is how many pages each sub-agent fetches before its report
+	// (default 1).
+	SubSteps int
+	// PageSize is the characters of each page (default 2,000).
+	PageSize int
+	// RPM and TPM are the provider's limits per minute (0: none).
+	RPM, TPM int
+	// Latency is how long the provider takes to answer (default 200 ms).
+	Latency time.Duration
+}
+
+// RateResult is what the trees did against the limit.
+type RateResult struct {
+	Runs, Succeeded int
+	// Errors are the errors of the runs that did not succeed.
+	Errors []string
+	// Elapsed is the time from the first start to the last end.
+	Elapsed  time.Duration
+	Provider openaifake.Stats
+	// Refused counts the provider's 429s; Share is their share of the
+	// requests.
+	Refused int
+	Share   float64
+	// Throughput is what the provider accepted as a share of what its
+	// binding limit allowed from the first accepted call to the last: a
+	// minute's capacity at once, then the limit's rate.
+	Throughput float64
+	// Binding names the binding limit: "RPM" or "TPM".
+	Binding string
+	// PeakRunning is the most step jobs running at once (each holds a
+	// worker slot); PeakInFlight the most calls the provider held at once.
+	PeakRunning, PeakInFlight int
+	Ledger                    Ledger
+}
+
+// RateLimits starts the trees at once and waits for them all.
+func RateLimits(ctx context.Context, o RateOptions) (RateResult, error) {
+	o.Trees = cmpOr(o.Trees, 30)
+	o.SubSteps = cmpOr(o.SubSteps, 1)
+	o.PageSize = cmpOr(o.PageSize, 2000)
+	if o.Latency == 0 {
+		o.Latency = 200 * time.Millisecond
+	}
+	o.Provider.RPM, o.Provider.TPM, o.Provider.Latency = o.RPM, o.TPM, o.Latency
+	e, err := newEnv(ctx, o.EnvOptions, o.PageSize, func(p *pages) openaifake.Brain { return treeBrain(p, o.SubSteps) })
+	if err != nil {
+		return RateResult{}, err
+	}
+	defer e.Close()
+	sctx, stopSampling := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var peak int
+	wg.Go(func() { peak = sampleRunning(sctx, e) })
+	began := time.Now()
+	var roots []int64
+	for i := range o.Trees {
+		user, err := e.NewUser(ctx)
+		if err != nil {
+			stopSampling()
+			wg.Wait()
+			return RateResult{}, err
+		}
+		run, err := e.Start(ctx, jobs.StartParams{UserID: user, Topic: fmt.Sprintf("tree %d", i+1), MaxSteps: 4})
+		if err != nil {
+			stopSampling()
+			wg.Wait()
+			return RateResult{}, err
+		}
+		roots = append(roots, run.ID)
+	}
+	err = e.Wait(ctx, roots...)
+	stopSampling()
+	wg.Wait()
+	if err != nil {
+		return RateResult{}, err
+	}
+	r := RateResult{Elapsed: time.Since(began), Provider: e.Fake.Stats(), PeakRunning: peak}
+	r.PeakInFlight = r.Provider.MaxInFlight
+	r.Refused = r.Provider.Refused429RPM + r.Provider.Refused429TPM + r.Provider.TooLarge
+	r.Share = float64(r.Refused) / float64(max(r.Provider.Requests, 1))
+	r.Throughput, r.Binding = throughput(r.Provider, o.RPM, o.TPM)
+	if err := outcomes(ctx, e, roots, &r.Runs, &r.Succeeded, &r.Errors); err != nil {
+		return r, err
+	}
+	r.Ledger, err = readLedger(ctx, e.Pool, roots)
+	return r, err
+}
+
+// throughput is what the provider accepted as a share of what its binding
+// limit allowed over the run, and which limit that is.
+func throughput(s openaifake.Stats, rpm, tpm int) (float64, string) {
+	minutes := s.LastAccepted.Sub(s.FirstAccepted).Minutes()
+	share := func(used, limit int) float64 {
+		if limit <= 0 {
+			return 0
+		}
+		return float64(used) / (float64(limit) * (1 + minutes))
+	}
+	req, tok := share(s.Billed, rpm), share(s.TPMUsed, tpm)
+	if tok > req {
+		return tok, "TPM"
+	}
+	return req, "RPM"
+}
+
+// sampleRunning samples the step jobs running until ctx ends and returns
+// the most seen at once.
+func sampleRunning(ctx context.Context, e *Env) int {
+	peak := 0
+	for {
+		var n int
+		if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'running' AND kind = $1`,
+			jobs.StepKind).Scan(&n); err == nil {
+			peak = max(peak, n)
+		}
+		select {
+		case <-ctx.Done():
+			return peak
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// outcomes counts the runs of the trees of roots and collects the errors
+// of those that did not succeed.
+func outcomes(ctx context.Context, e *Env, roots []int64, runs, succeeded *int, errs *[]string) error {
+	rows, err := e.Pool.Query(ctx, `SELECT status, error FROM gb_agent_research_runs WHERE root_id = ANY($1)`, roots)
+	if err != nil {
+		return fmt.Errorf("error reading the runs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status, msg string
+		if err := rows.Scan(&status, &msg); err != nil {
+			return fmt.Errorf("error reading the runs: %w", err)
+		}
+		*runs++
+		if status == jobs.StatusSucceeded {
+			*succeeded++
+		} else {
+			*errs = append(*errs, status+": "+msg)
+		}
+	}
+	return rows.Err()
+}
+
+func cmpOr(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
