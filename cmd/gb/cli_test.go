@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -113,23 +114,71 @@ func TestDrawTree(t *testing.T) {
 	t.Parallel()
 	one, two := int64(1), int64(2)
 	got := drawTree(treeResponse{Runs: []*jobs.Run{
-		{ID: 1, Status: "working", State: "waiting", Steps: 2, MaxSteps: 10, Tokens: 100},
-		{ID: 2, ParentID: &one, Name: "alpha", Status: "working", State: "thinking", Steps: 1, MaxSteps: 10},
+		{ID: 1, Status: "working", State: "waiting", Steps: 2, MaxSteps: 10, Tokens: 100, CachedTokens: 40},
+		{ID: 2, ParentID: &one, Name: "alpha", Status: "working", State: "thinking", Steps: 1, MaxSteps: 10,
+			Tokens: 50, CachedTokens: 20, ReasoningTokens: 7},
 		{ID: 3, ParentID: &one, Name: "beta", Status: "failed", State: "failed", Error: "budget exhausted"},
 		{ID: 4, ParentID: &two, Name: "alpha-1", Status: "queued", State: "queued"},
-	}, Totals: jobs.Totals{Runs: 4, Working: 3, Tokens: 100}})
+	}, Totals: jobs.Totals{Runs: 4, Working: 3, Tokens: 150, CachedTokens: 60, ReasoningTokens: 7, EstimatedCalls: 2}})
 	want := []string{
-		"#1 root  working · waiting · 2/10 steps · 100 tok · $0.0000",
-		"├── #2 alpha  working · thinking · 1/10 steps",
-		"│   └── #4 alpha-1  queued",
+		"#1 root  working · waiting · 2/10 steps · 100 tok (40 cached) · $0.0000",
+		"├── #2 alpha  working · thinking · 1/10 steps · 50 tok (20 cached, 7 reasoning)",
+		"│   └── #4 alpha-1  queued · queued · 0/0 steps · 0 tok (0 cached) ·",
 		"└── #3 beta  failed",
 		"error: budget exhausted",
-		"total: 4 agents (3 working)",
+		"total: 4 agents (3 working) · 0 steps · 150 tokens (60 cached, 7 reasoning) · $0.0000 · 2 calls at their estimate",
 	}
 	for _, w := range want {
 		if !strings.Contains(got, w) {
 			t.Errorf("tree lacks %q:\n%s", w, got)
 		}
+	}
+}
+
+// TestPrintDetailsShowsCachedTokens checks the get view: the run's cached
+// tokens always, its reasoning tokens only when there are some, and the
+// tree's and the sub-agents' usage.
+func TestPrintDetailsShowsCachedTokens(t *testing.T) {
+	t.Parallel()
+	d := &jobs.RunDetails{Run: &jobs.Run{ID: 1, Status: "succeeded", State: "done", Tokens: 1200, PromptTokens: 1000,
+		CompletionTokens: 200, CachedTokens: 600},
+		Subagents: []jobs.SubagentSummary{{ID: 2, Name: "kid", Status: "succeeded", Tokens: 300, CachedTokens: 123}},
+		Tree:      jobs.Totals{Runs: 2, Tokens: 1500, CachedTokens: 723, ReasoningTokens: 8, EstimatedCalls: 1}}
+	var b strings.Builder
+	if err := printDetails(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, w := range []string{"600 of the prompt tokens", "1500 tokens (723 cached, 8 reasoning)", "1 call at its estimate", "CACHED", "123"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("get view lacks %q:\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "of the completion tokens") {
+		t.Errorf("get view shows reasoning tokens of a run that had none:\n%s", got)
+	}
+	d.ReasoningTokens = 55
+	b.Reset()
+	if err := printDetails(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "55 of the completion tokens") {
+		t.Errorf("get view lacks the reasoning tokens:\n%s", b.String())
+	}
+}
+
+// TestPrintRunsHasACachedColumn checks the list's CACHED column.
+func TestPrintRunsHasACachedColumn(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	if err := printRuns(&b, listPage{Runs: []jobs.Run{{ID: 7, Status: "working", State: "thinking", Tokens: 900, CachedTokens: 321}}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	head, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+	col := slices.Index(head, "CACHED")
+	if col < 0 || col >= len(row) || row[col] != "321" || row[col-1] != "900" {
+		t.Errorf("list has no CACHED column with 321 beside TOKENS 900:\n%s", b.String())
 	}
 }
 

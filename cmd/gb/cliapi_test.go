@@ -11,12 +11,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/infra/dbtest"
@@ -31,6 +34,7 @@ import (
 // of its own, a user key, and a built gb.
 type cliStack struct {
 	url, key, bin string
+	pool          *pgxpool.Pool
 }
 
 func startCLIStack(t *testing.T, delay time.Duration) *cliStack {
@@ -73,7 +77,7 @@ func startCLIStack(t *testing.T, delay time.Duration) *cliStack {
 	}
 	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Agent: agent, Notifier: listener}))
 	t.Cleanup(srv.Close)
-	return &cliStack{url: srv.URL, key: key, bin: buildGB(t)}
+	return &cliStack{url: srv.URL, key: key, bin: buildGB(t), pool: pool}
 }
 
 // gb runs the built gb with the stack's API and key (key "-" unsets it).
@@ -125,6 +129,20 @@ func TestCLIAgainstTheAPI(t *testing.T) {
 		t.Fatalf("start --follow: exit %d\n%s\n%s", code, out, errOut)
 	}
 	id := strings.SplitN(out, "\n", 2)[0]
+	// The offline model's calls use no prompt cache and no reasoning: the
+	// root is given some, and a call settled at its estimate, directly.
+	rootID, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		t.Fatalf("start printed %q, not a run id", id)
+	}
+	if _, err := s.pool.Exec(context.Background(), `UPDATE gb_agent_research_runs SET
+		cached_tokens = 4242, reasoning_tokens = 99 WHERE id = $1`, rootID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(context.Background(), `INSERT INTO gb_model_calls
+		(job_id, attempt, step, run_id, root_id, status, estimated) VALUES (0, 1, 1, $1, $1, 'settled', true)`, rootID); err != nil {
+		t.Fatal(err)
+	}
 
 	jsonCases := []struct {
 		args   []string
@@ -133,11 +151,13 @@ func TestCLIAgainstTheAPI(t *testing.T) {
 		fields []string // fields of each item, or of the answer when list is ""
 	}{
 		{[]string{"research", "list", "-o", "json"}, "runs", []string{"runs"},
-			[]string{"id", "parent_id", "root_id", "name", "topic", "status", "state", "steps", "max_steps", "tokens", "cost_usd", "created_at"}},
+			[]string{"id", "parent_id", "root_id", "name", "topic", "status", "state", "steps", "max_steps", "tokens",
+				"cached_tokens", "reasoning_tokens", "cost_usd", "created_at"}},
 		{[]string{"research", "get", id, "--json"}, "", nil,
-			[]string{"id", "topic", "status", "state", "report", "error", "states", "subagents", "tree", "elapsed"}},
+			[]string{"id", "topic", "status", "state", "report", "error", "cached_tokens", "reasoning_tokens",
+				"states", "subagents", "tree", "elapsed"}},
 		{[]string{"research", "tree", id, "-o", "json"}, "runs", []string{"runs", "totals"},
-			[]string{"id", "parent_id", "name", "status", "state", "steps", "tokens", "cost_usd"}},
+			[]string{"id", "parent_id", "name", "status", "state", "steps", "tokens", "cached_tokens", "reasoning_tokens", "cost_usd"}},
 		{[]string{"research", "events", id, "-o", "json"}, "events", []string{"events", "next_after"},
 			[]string{"seq", "n", "root_id", "run_id", "parent_id", "agent", "kind", "data", "at"}},
 		{[]string{"research", "messages", id, "-o", "json"}, "messages", []string{"messages"}, nil},
@@ -164,13 +184,22 @@ func TestCLIAgainstTheAPI(t *testing.T) {
 		}
 	}
 
+	checkUsageJSON(t, s, id)
+
 	for _, c := range []struct {
 		args   []string
 		header string
 	}{
 		{[]string{"research", "list"}, "ID  "},
+		{[]string{"research", "list"}, "CACHED"},
 		{[]string{"research", "get", id}, "FIELD"},
+		{[]string{"research", "get", id}, "4242 of the prompt tokens"},
+		{[]string{"research", "get", id}, "99 of the completion tokens"},
+		{[]string{"research", "get", id}, "(4242 cached, 99 reasoning)"},
+		{[]string{"research", "get", id}, "1 call at its estimate"},
 		{[]string{"research", "tree", id}, "#" + id + " root"},
+		{[]string{"research", "tree", id}, "tok (4242 cached, 99 reasoning)"},
+		{[]string{"research", "tree", id}, "1 call at its estimate"},
 		{[]string{"research", "events", id}, "SEQ"},
 		{[]string{"research", "messages", id}, ""},
 		{[]string{"research", "sources", id}, ""},
@@ -198,6 +227,41 @@ func TestCLIAgainstTheAPI(t *testing.T) {
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: %v exit %d (want %d), stderr %q (want %q)\n%s", c.name, c.args, code, c.code, errOut, c.want, out)
 		}
+	}
+}
+
+// checkUsageJSON checks that -o json carries the usage the API answers,
+// unchanged: the root's cached and reasoning tokens (set by the test) in
+// the run, its tree's totals and the list, and the estimated call.
+func checkUsageJSON(t *testing.T, s *cliStack, id string) {
+	t.Helper()
+	read := func(args ...string) map[string]any {
+		code, out, errOut := s.gb(t, s.key, args...)
+		var v map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+			t.Fatalf("%v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+		return v
+	}
+	want := func(what string, obj any, field string, n float64) {
+		t.Helper()
+		if m, _ := obj.(map[string]any); m == nil || m[field] != n {
+			t.Errorf("%s: %s is %v, want %v", what, field, m[field], n)
+		}
+	}
+	got := read("research", "get", id, "-o", "json")
+	want("get", got, "cached_tokens", 4242)
+	want("get", got, "reasoning_tokens", 99)
+	want("get .tree", got["tree"], "cached_tokens", 4242)
+	want("get .tree", got["tree"], "reasoning_tokens", 99)
+	want("get .tree", got["tree"], "estimated_calls", 1)
+	got = read("research", "tree", id, "-o", "json")
+	want("tree .totals", got["totals"], "cached_tokens", 4242)
+	want("tree .totals", got["totals"], "estimated_calls", 1)
+	if runs, _ := got["runs"].([]any); len(runs) == 0 {
+		t.Errorf("tree: no runs")
+	} else {
+		want("tree .runs[0]", runs[0], "cached_tokens", 4242)
 	}
 }
 

@@ -111,7 +111,7 @@ func newMCPServer(c *apiClient) *mcp.Server {
 			}
 			return get(ctx, "/v1/gb/research?"+q.Encode())
 		})
-	addTool(s, "get_tree", "The run and all its sub-agents (name, reason, status, state, steps, tokens, cost) with totals.",
+	addTool(s, "get_tree", "The run and all its sub-agents (name, reason, status, state, steps, tokens with their cached and reasoning parts, cost) with totals.",
 		withID(func(ctx context.Context, id int64) (mcpOut, error) {
 			return get(ctx, fmt.Sprintf("/v1/gb/research/%d/tree", id))
 		}))

@@ -74,6 +74,28 @@ func (t *table) flush() error {
 	return nil
 }
 
+// tokenParts is what a count of tokens held of cached prompt tokens and,
+// when there were any, reasoning tokens: " (600 cached)" or
+// " (600 cached, 50 reasoning)".
+func tokenParts(cached, reasoning int64) string {
+	if reasoning == 0 {
+		return fmt.Sprintf(" (%d cached)", cached)
+	}
+	return fmt.Sprintf(" (%d cached, %d reasoning)", cached, reasoning)
+}
+
+// estimatedNote is " · N calls at their estimate" when some model calls of
+// a tree were settled at their estimate, else "".
+func estimatedNote(calls int) string {
+	switch calls {
+	case 0:
+		return ""
+	case 1:
+		return " · 1 call at its estimate"
+	}
+	return fmt.Sprintf(" · %d calls at their estimate", calls)
+}
+
 // oneLine folds all white space of s, newlines and tabs included, into
 // single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

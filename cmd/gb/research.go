@@ -144,14 +144,15 @@ func researchListCmd() *cobra.Command {
 
 // printRuns prints a page of runs as a table.
 func printRuns(w io.Writer, page listPage) error {
-	t := newTable(w, "ID", "PARENT", "STATUS", "STATE", "STEPS", "TOKENS", "COST", "NAME", "TOPIC")
+	t := newTable(w, "ID", "PARENT", "STATUS", "STATE", "STEPS", "TOKENS", "CACHED", "COST", "NAME", "TOPIC")
 	for _, r := range page.Runs {
 		parent := "-"
 		if r.ParentID != nil {
 			parent = strconv.FormatInt(*r.ParentID, 10)
 		}
 		t.row(strconv.FormatInt(r.ID, 10), parent, r.Status, r.State, fmt.Sprintf("%d/%d", r.Steps, r.MaxSteps),
-			strconv.FormatInt(r.Tokens, 10), fmt.Sprintf("$%.4f", r.CostUSD), fit(agentName(&r), 24), fit(r.Topic, 60))
+			strconv.FormatInt(r.Tokens, 10), strconv.FormatInt(r.CachedTokens, 10), fmt.Sprintf("$%.4f", r.CostUSD),
+			fit(agentName(&r), 24), fit(r.Topic, 60))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -202,19 +203,24 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 	t.row("status", d.Status+" · "+d.State)
 	t.row("steps", fmt.Sprintf("%d/%d", d.Steps, d.MaxSteps))
 	t.row("tokens", fmt.Sprintf("%d (prompt %d, completion %d)", d.Tokens, d.PromptTokens, d.CompletionTokens))
+	t.row("cached", fmt.Sprintf("%d of the prompt tokens", d.CachedTokens))
+	if d.ReasoningTokens != 0 {
+		t.row("reasoning", fmt.Sprintf("%d of the completion tokens", d.ReasoningTokens))
+	}
 	t.row("cost", fmt.Sprintf("$%.4f", d.CostUSD))
 	t.row("model", d.Model)
-	t.row("tree", fmt.Sprintf("%d agents (%d working) · %d tokens · $%.4f", d.Tree.Runs, d.Tree.Working, d.Tree.Tokens, d.Tree.CostUSD))
+	t.row("tree", fmt.Sprintf("%d agents (%d working) · %d tokens%s · $%.4f%s", d.Tree.Runs, d.Tree.Working, d.Tree.Tokens,
+		tokenParts(d.Tree.CachedTokens, d.Tree.ReasoningTokens), d.Tree.CostUSD, estimatedNote(d.Tree.EstimatedCalls)))
 	t.row("elapsed", d.Elapsed)
 	if err := t.flush(); err != nil {
 		return err
 	}
 	if len(d.Subagents) > 0 {
 		fmt.Fprintln(w)
-		t := newTable(w, "SUB-AGENT", "ID", "STATUS", "STATE", "STEPS", "TOKENS", "REASON")
+		t := newTable(w, "SUB-AGENT", "ID", "STATUS", "STATE", "STEPS", "TOKENS", "CACHED", "REASON")
 		for _, s := range d.Subagents {
 			t.row(fit(s.Name, 24), strconv.FormatInt(s.ID, 10), s.Status, s.State, strconv.Itoa(s.Steps),
-				strconv.FormatInt(s.Tokens, 10), fit(s.Reason, 60))
+				strconv.FormatInt(s.Tokens, 10), strconv.FormatInt(s.CachedTokens, 10), fit(s.Reason, 60))
 		}
 		if err := t.flush(); err != nil {
 			return err

@@ -20,7 +20,7 @@ func researchTreeCmd() *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "tree ID",
-		Short: "The run and all its sub-agents: name, status, state, steps/max, tokens, cost",
+		Short: "The run and all its sub-agents: name, status, state, steps/max, tokens (cached), cost",
 		Example: `  gb research tree 1
   gb research tree 1 --follow
   gb research tree 1 -o json | jq '.totals'`,
@@ -92,8 +92,8 @@ func drawTree(t treeResponse) string {
 	var b strings.Builder
 	var walk func(r *jobs.Run, prefix, branch string)
 	walk = func(r *jobs.Run, prefix, branch string) {
-		fmt.Fprintf(&b, "%s%s#%d %s  %s · %s · %d/%d steps · %d tok · $%.4f\n", prefix, branch, r.ID, fit(agentName(r), 24),
-			r.Status, r.State, r.Steps, r.MaxSteps, r.Tokens, r.CostUSD)
+		fmt.Fprintf(&b, "%s%s#%d %s  %s · %s · %d/%d steps · %d tok%s · $%.4f\n", prefix, branch, r.ID, fit(agentName(r), 24),
+			r.Status, r.State, r.Steps, r.MaxSteps, r.Tokens, tokenParts(r.CachedTokens, r.ReasoningTokens), r.CostUSD)
 		if r.Error != "" {
 			fmt.Fprintf(&b, "%s%s    error: %s\n", prefix, strings.Repeat(" ", len([]rune(branch))), fit(r.Error, 100))
 		}
@@ -113,8 +113,9 @@ func drawTree(t treeResponse) string {
 		}
 	}
 	walk(top, "", "")
-	fmt.Fprintf(&b, "total: %d agents (%d working) · %d steps · %d tokens · $%.4f\n",
-		t.Totals.Runs, t.Totals.Working, t.Totals.Steps, t.Totals.Tokens, t.Totals.CostUSD)
+	tt := t.Totals
+	fmt.Fprintf(&b, "total: %d agents (%d working) · %d steps · %d tokens%s · $%.4f%s\n", tt.Runs, tt.Working, tt.Steps,
+		tt.Tokens, tokenParts(tt.CachedTokens, tt.ReasoningTokens), tt.CostUSD, estimatedNote(tt.EstimatedCalls))
 	return b.String()
 }
 

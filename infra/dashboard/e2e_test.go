@@ -30,8 +30,8 @@ const xssReport = "# Report with markup\n\n" +
 // TestDashboardInBrowser serves the dashboard on a real stack and runs
 // e2e/run.mjs, which drives Chromium through playwright-core: it signs in,
 // starts the demo research, watches the tree grow and finish, opens a
-// sub-agent, reads the report, and checks that a report and topic full of
-// markup show as text. Screenshots go to .data/screenshots/ at the top of
+// sub-agent, reads the report, checks that a report and topic full of
+// markup show as text, and that a run's cached and reasoning tokens show. Screenshots go to .data/screenshots/ at the top of
 // the repository. Without node, Chromium or playwright-core the test skips;
 // under CI=true it fails. GB_E2E_IGNORE_WAIT=true hides the wait parameter
 // of the events route from the server, to check that the page still follows
@@ -49,6 +49,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	waitEnded(t, s.pool, xss.ID, 30*time.Second)
 	if _, err := s.pool.Exec(ctx, "UPDATE gb_agent_research_runs SET report = $1 WHERE id = $2", xssReport, xss.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The offline model uses no prompt cache and no reasoning: the run is
+	// given the usage run.mjs looks for, 1234 cached and 567 reasoning
+	// tokens, and one call settled at its estimate.
+	if _, err := s.pool.Exec(ctx, `UPDATE gb_agent_research_runs SET cached_tokens = 1234, reasoning_tokens = 567
+		WHERE id = $1`, xss.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, `INSERT INTO gb_model_calls (job_id, attempt, step, run_id, root_id, status, estimated)
+		VALUES (0, 1, 1, $1, $1, 'settled', true)`, xss.ID); err != nil {
 		t.Fatal(err)
 	}
 

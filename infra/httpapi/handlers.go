@@ -173,7 +173,12 @@ func (a *api) tree(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": runs, "totals": jobs.Sum(runs)})
+	totals, err := jobs.TreeTotals(r.Context(), a.Agent.Pool(), runs)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": runs, "totals": totals})
 }
 
 // eventsResponse is the answer of GET /v1/gb/research/{id}/events.

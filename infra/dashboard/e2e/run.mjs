@@ -5,8 +5,10 @@
 //
 // It signs in, starts the demo research, watches the tree grow to its
 // sub-agents and finish, opens a sub-agent and reads its report, lists the
-// runs, and, given XSS_RUN_ID (a run whose topic and report hold markup),
-// checks that the markup shows as text and runs nothing. Screenshots go to
+// runs, and, given XSS_RUN_ID (a run whose topic and report hold markup,
+// with 1234 cached and 567 reasoning tokens and one model call settled at
+// its estimate), checks that the markup shows as text and runs nothing and
+// that its usage shows. Screenshots go to
 // $SCREENSHOT_DIR (default: .data/screenshots at the top of the repository).
 // It prints "started run N" and exits 0 when every check passes.
 import { chromium } from 'playwright-core';
@@ -139,8 +141,12 @@ async function run() {
   check(tree.length === 4 && tree[0].id === rootID && tree.slice(1).every((r) => r.depth === 1),
     'the tree is the root and three sub-agents, nested under it');
   const kid = tree[1];
-  check(/^\d+\/\d+$/.test(kid.cells[4]) && /\$\d\.\d{4}/.test(kid.cells[6]) && kid.cells[1].length > 0,
+  check(/^\d+\/\d+$/.test(kid.cells[4]) && /\$\d\.\d{4}/.test(kid.cells[7]) && kid.cells[1].length > 0,
     'tree rows show reason, steps/max and cost: ' + JSON.stringify(kid.cells));
+  check(/^[\d,]+$/.test(kid.cells[5]) && kid.cells[6] === '0',
+    'tree rows show tokens, no reasoning, and 0 cached for a model without a cache: ' + JSON.stringify(kid.cells));
+  const headers = await page.$$eval('#tree-table thead th', (ths) => ths.map((th) => th.textContent));
+  check(headers[5] === 'Tokens' && headers[6] === 'Cached', 'the tree has a Cached column beside Tokens: ' + headers.join(', '));
 
   // The report, the timeline and the messages of the finished tree.
   await page.waitForSelector('#report-body h1');
@@ -219,6 +225,28 @@ async function checkMarkupIsText(id) {
   check(r.xss === undefined && r.csp.length === 0, 'nothing ran and nothing was blocked: ' + JSON.stringify([r.xss, r.csp]));
   check(r.bold === 1, 'Markdown around the markup still renders');
   await page.screenshot({ path: path.join(shots, 'xss.png'), fullPage: true });
+  await checkUsage(id);
+}
+
+// checkUsage checks that the usage of run id (1234 cached and 567
+// reasoning tokens, one call settled at its estimate) shows in its head,
+// its tree row and totals, and the list of runs.
+async function checkUsage(id) {
+  const fact = (name) => page.$eval(`#run-head dd[data-fact="${name}"]`, (dd) => dd.textContent).catch(() => null);
+  check(await fact('cached') === '1,234', 'the run shows its cached tokens');
+  check(await fact('reasoning') === '567', 'the run shows its reasoning tokens');
+  const treeFact = await fact('tree');
+  check(/\(1,234 cached, 567 reasoning\)/.test(treeFact) && /1 call at its estimate/.test(treeFact),
+    'the tree fact shows cached and reasoning tokens and the estimated call: ' + treeFact);
+  const cells = (sel) => page.$eval(sel, (tr) => Array.from(tr.cells).map((c) => c.textContent));
+  const row = await cells(`#tree-table tbody tr[data-run-id="${id}"]`);
+  check(/567 reasoning$/.test(row[5]) && row[6] === '1,234', 'the tree row shows reasoning under tokens and cached: ' + JSON.stringify(row));
+  const foot = await cells('#tree-table tfoot tr');
+  check(foot[6] === '1,234' && foot[8] === '1 call at its estimate', 'the tree totals show cached tokens and the estimated call: ' + JSON.stringify(foot));
+  await page.click('#nav a[href="#/"]');
+  await page.waitForSelector(`#runs-body tr[data-run-id="${id}"]`);
+  const listed = await cells(`#runs-body tr[data-run-id="${id}"]`);
+  check(/567 reasoning$/.test(listed[6]) && listed[7] === '1,234', 'the list shows the run\'s reasoning and cached tokens: ' + JSON.stringify(listed));
 }
 
 // checkMarkdown renders Markdown cases with the dashboard's own renderer,

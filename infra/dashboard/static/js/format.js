@@ -7,6 +7,33 @@ export function fmtInt(n) { return ints.format(Number(n) || 0); }
 
 export function fmtCost(c) { return '$' + (Number(c) || 0).toFixed(4); }
 
+// fmtTokenParts is what a count of tokens held of cached prompt tokens
+// and, when there were any, reasoning tokens: " (600 cached)" or
+// " (600 cached, 50 reasoning)".
+export function fmtTokenParts(u) {
+  const parts = [fmtInt(u.cached_tokens) + ' cached'];
+  if (Number(u.reasoning_tokens) > 0) parts.push(fmtInt(u.reasoning_tokens) + ' reasoning');
+  return ' (' + parts.join(', ') + ')';
+}
+
+// usageCells are the Tokens cell of a run or of totals, with its reasoning
+// tokens under the count when there are any, and the Cached cell.
+export function usageCells(u) {
+  return [
+    h('td', { class: 'num tokens' }, fmtInt(u.tokens),
+      Number(u.reasoning_tokens) > 0 ? h('div', { class: 'muted reasoning' }, fmtInt(u.reasoning_tokens) + ' reasoning') : null),
+    h('td', { class: 'num cached' }, fmtInt(u.cached_tokens)),
+  ];
+}
+
+// fmtEstimated says how many model calls of a tree were settled at their
+// estimate (their worker died with the call in flight), or '' when none.
+export function fmtEstimated(n) {
+  n = Number(n) || 0;
+  if (n === 0) return '';
+  return n === 1 ? '1 call at its estimate' : fmtInt(n) + ' calls at their estimate';
+}
+
 // fmtTime is the local time of day of an RFC 3339 time, or ''.
 export function fmtTime(s) {
   const d = s ? new Date(s) : null;

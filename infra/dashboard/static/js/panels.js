@@ -2,7 +2,7 @@
 // text nodes only; the report goes through the Markdown renderer.
 import { api } from './api.js';
 import { h, fill, extLink, classWord } from './dom.js';
-import { badge, ended, fmtCost, fmtDateTime, fmtInt, fmtTime, truncate } from './format.js';
+import { badge, ended, fmtCost, fmtDateTime, fmtEstimated, fmtInt, fmtTime, fmtTokenParts, truncate, usageCells } from './format.js';
 import { renderMarkdown } from './markdown.js';
 
 // renderHead shows the run: name, status, topic, model, usage, lineage,
@@ -13,8 +13,10 @@ export function renderHead(el, run, app) {
     ['State', run.state],
     ['Steps', run.steps + '/' + run.max_steps],
     ['Tokens', fmtInt(run.tokens)],
+    ['Cached', fmtInt(run.cached_tokens)],
+    Number(run.reasoning_tokens) > 0 ? ['Reasoning', fmtInt(run.reasoning_tokens)] : null,
     ['Cost', fmtCost(run.cost_usd)],
-    [run.parent_id ? 'Subtree' : 'Tree', run.tree ? run.tree.runs + ' agents, ' + run.tree.working + ' working, ' + fmtInt(run.tree.tokens) + ' tokens' : ''],
+    [run.parent_id ? 'Subtree' : 'Tree', run.tree ? treeFact(run.tree) : ''],
     ['Model', run.model],
     ['Dataset', run.dataset],
     ['Created', fmtDateTime(run.created_at)],
@@ -39,8 +41,16 @@ export function renderHead(el, run, app) {
     lineage.length ? h('p', { class: 'lineage' }, lineage) : null,
     run.reason ? h('p', { class: 'reason' }, h('strong', {}, 'Reason: '), run.reason) : null,
     h('p', { class: 'topic-full', id: 'run-topic' }, run.topic),
-    h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])),
+    h('dl', { class: 'facts' }, facts.filter(Boolean).map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-fact': k.toLowerCase() }, v)])),
     run.error ? h('p', { class: 'note error', id: 'run-error' }, run.error) : null);
+}
+
+// treeFact sums up the totals of a run's subtree: agents, tokens with
+// their cached and reasoning parts, and the calls settled at an estimate.
+function treeFact(t) {
+  const est = fmtEstimated(t.estimated_calls);
+  return t.runs + ' agents, ' + t.working + ' working, ' + fmtInt(t.tokens) + ' tokens' + fmtTokenParts(t) +
+    (est ? '; ' + est : '');
 }
 
 // renderTree shows the runs of a tree nested under their parents, the
@@ -67,17 +77,18 @@ export function renderTree(el, tree, currentID) {
   h('td', {}, badge(r.status)),
   h('td', {}, r.state),
   h('td', { class: 'num' }, r.steps + '/' + r.max_steps),
-  h('td', { class: 'num' }, fmtInt(r.tokens)),
+  usageCells(r),
   h('td', { class: 'num' }, fmtCost(r.cost_usd)),
   h('td', { title: fmtDateTime(r.updated_at) }, fmtTime(r.updated_at))));
   const t = tree.totals || {};
+  const est = fmtEstimated(t.estimated_calls);
   el.replaceChildren(h('table', { class: 'grid', id: 'tree-table' },
-    h('thead', {}, h('tr', {}, ['Agent', 'Reason', 'Status', 'State', 'Steps', 'Tokens', 'Cost', 'Updated'].map((c) => h('th', {}, c)))),
+    h('thead', {}, h('tr', {}, ['Agent', 'Reason', 'Status', 'State', 'Steps', 'Tokens', 'Cached', 'Cost', 'Updated'].map((c) => h('th', {}, c)))),
     h('tbody', {}, rows),
     h('tfoot', {}, h('tr', {},
       h('td', {}, t.runs + ' agents'), h('td', {}, t.working ? t.working + ' working' : 'all ended'), h('td', {}), h('td', {}),
-      h('td', { class: 'num' }, String(t.steps)), h('td', { class: 'num' }, fmtInt(t.tokens)),
-      h('td', { class: 'num' }, fmtCost(t.cost_usd)), h('td', {})))));
+      h('td', { class: 'num' }, String(t.steps)), usageCells(t),
+      h('td', { class: 'num' }, fmtCost(t.cost_usd)), h('td', { class: 'estimated' }, est)))));
 }
 
 const shownReports = new WeakMap();

@@ -2,7 +2,7 @@
 // and the form that starts a research.
 import { api, sleep, APIError } from './api.js';
 import { h } from './dom.js';
-import { badge, ended, fmtCost, fmtDateTime, fmtInt, truncate, ago } from './format.js';
+import { badge, ended, fmtCost, fmtDateTime, truncate, ago, usageCells } from './format.js';
 
 // runsView renders into root and returns the function that stops it.
 export function runsView(root, app) {
@@ -20,7 +20,7 @@ export function runsView(root, app) {
       h('h2', {}, 'Your runs'),
       h('table', { class: 'grid' },
         h('thead', {}, h('tr', {},
-          ['Run', 'Name', 'Topic', 'Status', 'State', 'Steps', 'Tokens', 'Cost', 'Created'].map((c) => h('th', {}, c)))),
+          ['Run', 'Name', 'Topic', 'Status', 'State', 'Steps', 'Tokens', 'Cached', 'Cost', 'Created'].map((c) => h('th', {}, c)))),
         body),
       status, more));
 
@@ -65,7 +65,7 @@ function row(r) {
     h('td', {}, badge(r.status)),
     h('td', {}, r.state),
     h('td', { class: 'num' }, r.steps + '/' + r.max_steps),
-    h('td', { class: 'num' }, fmtInt(r.tokens)),
+    usageCells(r),
     h('td', { class: 'num' }, fmtCost(r.cost_usd)),
     h('td', { title: fmtDateTime(r.created_at) }, ago(r.created_at)));
 }
