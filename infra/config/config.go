@@ -7,6 +7,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +58,18 @@ const (
 	// EnvDBPool is the size of a working process's database pool
 	// (DBPoolMin to DBPoolMax): the worker Lambda, gb worker and gb dev.
 	EnvDBPool = "GB_DB_POOL"
+	// EnvModelProfiles describes models or corrects the table of windows,
+	// caps and prices (openai.ParseProfiles); EnvReasoningEffort is sent as
+	// reasoning_effort to reasoning models.
+	EnvModelProfiles   = "GB_MODEL_PROFILES"
+	EnvReasoningEffort = "GB_REASONING_EFFORT"
+	// EnvRateLimits is each model's requests and tokens per minute, a JSON
+	// object by model name: {"gpt-4o-mini": {"rpm": 500, "tpm": 200000}}.
+	// Unset, a model is limited by what its provider says in its answers.
+	EnvRateLimits = "GB_RATE_LIMITS"
+	// EnvPromptBudget caps the prompt a step sends, in tokens, below its
+	// model's window (jobs.PromptBudgetDefault when unset).
+	EnvPromptBudget = "GB_PROMPT_BUDGET"
 )
 
 // Defaults and bounds of GB_MAX_WORKERS and GB_DB_POOL.
@@ -118,6 +131,10 @@ type Config struct {
 	// ReasoningEffort is GB_REASONING_EFFORT, sent to reasoning models
 	// ("" sends none).
 	ReasoningEffort string
+	// RateLimits is GB_RATE_LIMITS, by model name.
+	RateLimits map[string]jobs.RateLimit
+	// PromptBudget is GB_PROMPT_BUDGET; 0 means jobs.PromptBudgetDefault.
+	PromptBudget int
 }
 
 // Error is an invalid setting.
@@ -276,19 +293,62 @@ func (c *Config) readSizes(getenv func(string) string) []error {
 	return errs
 }
 
-// readModelTuning reads GB_MODEL_PROFILES and GB_REASONING_EFFORT into c
-// (their names are openai.EnvModelProfiles and openai.EnvReasoningEffort)
-// and returns what is wrong with them.
+// readModelTuning reads GB_MODEL_PROFILES, GB_REASONING_EFFORT,
+// GB_RATE_LIMITS and GB_PROMPT_BUDGET into c and returns what is wrong
+// with them.
 func (c *Config) readModelTuning(getenv func(string) string) []error {
 	var errs []error
 	var err error
-	if c.ModelProfiles, err = openai.ParseProfiles(getenv(openai.EnvModelProfiles)); err != nil {
-		errs = append(errs, &Error{openai.EnvModelProfiles, err.Error()})
+	if c.ModelProfiles, err = openai.ParseProfiles(getenv(EnvModelProfiles)); err != nil {
+		errs = append(errs, &Error{EnvModelProfiles, err.Error()})
 	}
-	if c.ReasoningEffort, err = openai.ParseReasoningEffort(getenv(openai.EnvReasoningEffort)); err != nil {
-		errs = append(errs, &Error{openai.EnvReasoningEffort, err.Error()})
+	if c.ReasoningEffort, err = openai.ParseReasoningEffort(getenv(EnvReasoningEffort)); err != nil {
+		errs = append(errs, &Error{EnvReasoningEffort, err.Error()})
+	}
+	if c.RateLimits, err = parseRateLimits(getenv(EnvRateLimits)); err != nil {
+		errs = append(errs, &Error{EnvRateLimits, err.Error()})
+	}
+	if v := getenv(EnvPromptBudget); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < promptBudgetMin || n > promptBudgetMax {
+			errs = append(errs, &Error{EnvPromptBudget, fmt.Sprintf("%q must be a whole number of tokens from %d to %d",
+				v, promptBudgetMin, promptBudgetMax)})
+		}
+		c.PromptBudget = n
 	}
 	return errs
+}
+
+// Bounds of GB_PROMPT_BUDGET: a budget under a few thousand tokens leaves
+// no room for a page, and one over ten million exceeds every window.
+const (
+	promptBudgetMin = 4000
+	promptBudgetMax = 10_000_000
+)
+
+// parseRateLimits reads GB_RATE_LIMITS: a JSON object of models' limits
+// per minute; empty means none.
+func parseRateLimits(s string) (map[string]jobs.RateLimit, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	var out map[string]jobs.RateLimit
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf(`must be a JSON object of limits by model name, such as {"gpt-4o-mini": {"rpm": 500, "tpm": 200000}}: %w`, err)
+	}
+	for model, l := range out {
+		switch {
+		case strings.TrimSpace(model) == "":
+			return nil, errors.New("a model name is empty")
+		case l.RPM < 0 || l.TPM < 0:
+			return nil, fmt.Errorf("%s: rpm and tpm must not be negative", model)
+		case l.RPM == 0 && l.TPM == 0:
+			return nil, fmt.Errorf("%s: give rpm, tpm or both (requests and tokens per minute)", model)
+		}
+	}
+	return out, nil
 }
 
 // openAIConfig is the model endpoint's configuration for the named model.
@@ -302,7 +362,7 @@ func (c Config) openAIConfig(model string, logger *slog.Logger) openai.Config {
 // insert and ignore it).
 func (c Config) Agent() jobs.Config {
 	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens,
-		MaxSubagents: c.MaxSubagents, MaxWorkers: c.MaxWorkers}
+		MaxSubagents: c.MaxSubagents, MaxWorkers: c.MaxWorkers, RateLimits: c.RateLimits, PromptBudget: c.PromptBudget}
 }
 
 // NewWeb returns the web search provider and page fetcher the settings ask

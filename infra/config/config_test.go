@@ -225,3 +225,39 @@ func TestFromEnvReadsTheModelTuning(t *testing.T) {
 		}
 	}
 }
+
+func TestRateLimitsAndPromptBudget(t *testing.T) {
+	base := map[string]string{EnvDatabaseURL: "postgres://x"}
+	get := func(extra map[string]string) func(string) string {
+		return func(k string) string {
+			if v, ok := extra[k]; ok {
+				return v
+			}
+			return base[k]
+		}
+	}
+	c, err := FromEnv(get(map[string]string{
+		EnvRateLimits:   `{"gpt-4o-mini": {"rpm": 60, "tpm": 40000}, "o4-mini": {"rpm": 40}}`,
+		EnvPromptBudget: "32000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Agent()
+	if a.RateLimits["gpt-4o-mini"].TPM != 40000 || a.RateLimits["o4-mini"].RPM != 40 || a.PromptBudget != 32000 {
+		t.Fatalf("agent config %+v", a)
+	}
+	for _, bad := range []map[string]string{
+		{EnvRateLimits: `{"gpt-4o-mini": {"rpm": -1}}`},
+		{EnvRateLimits: `{"gpt-4o-mini": {}}`},
+		{EnvRateLimits: `{"gpt-4o-mini": {"rps": 3}}`},
+		{EnvRateLimits: `[60]`},
+		{EnvPromptBudget: "12"},
+		{EnvPromptBudget: "lots"},
+	} {
+		_, err := FromEnv(get(bad))
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Errorf("%v: %v, want a config error naming the variable", bad, err)
+		}
+	}
+}
