@@ -87,6 +87,7 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 			last = last || level > maxCompactLevel
 			continue
 		}
+		req.ID = fmt.Sprintf("gb-call-%d", ad.call.id)
 		resp, err := a.modelFor(run).Complete(ctx, req)
 		a.observe(ctx, run, resp.Limits, err)
 		if err == nil {

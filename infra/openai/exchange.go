@@ -15,13 +15,19 @@ import (
 // Complete makes one exchange per call and reads it once the call is over;
 // only sent is written from another goroutine (the transport's writer).
 type exchange struct {
-	called bool
-	sent   atomic.Bool
-	status int
-	header http.Header
+	// requestID is sent as X-Client-Request-Id when set.
+	requestID string
+	called    bool
+	sent      atomic.Bool
+	status    int
+	header    http.Header
 }
 
 type exchangeKey struct{}
+
+// clientRequestIDHeader names a call for the provider's logs, as OpenAI's
+// API lets a client do (llm.Request.ID).
+const clientRequestIDHeader = "X-Client-Request-Id"
 
 // attach returns ctx carrying the exchange and a trace that marks it sent
 // once the request is written to the connection.
@@ -51,6 +57,9 @@ func (d recordingDoer) Do(req *http.Request) (*http.Response, error) {
 	ex, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if ex != nil {
 		ex.called = true
+		if ex.requestID != "" {
+			req.Header.Set(clientRequestIDHeader, ex.requestID)
+		}
 	}
 	resp, err := d.client.Do(req)
 	if ex != nil && resp != nil {

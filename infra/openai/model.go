@@ -76,7 +76,7 @@ func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 		return llm.Response{}, &llm.CallError{
 			Err: fmt.Errorf("openai %s: invalid request: %w: %w", m.name, llm.ErrPermanent, err)}
 	}
-	ex := &exchange{}
+	ex := &exchange{requestID: req.ID}
 	resp, err := m.client.CreateChatCompletion(ex.attach(ctx), creq)
 	if err != nil {
 		return llm.Response{}, m.failure(ctx, ex, err)

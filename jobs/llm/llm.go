@@ -123,6 +123,9 @@ type Request struct {
 	// MaxCompletionTokens caps the tokens of the answer, a reasoning
 	// model's thinking included; 0 means no cap.
 	MaxCompletionTokens int
+	// ID names the call, for the provider's logs and the caller's ledger
+	// ("" for none); a provider that takes one is sent it.
+	ID string
 }
 
 // ToolChoiceNone forbids tool calls in a request that still lists its tools.

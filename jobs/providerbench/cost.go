@@ -79,6 +79,6 @@ func CostTree(ctx context.Context, o CostOptions) (CostResult, error) {
 		WHERE run_id = $1 AND status = 'settled' ORDER BY id DESC LIMIT 1`, run.ID).Scan(&r.ClosingTokens); err != nil {
 		return r, fmt.Errorf("error reading the root's last call: %w", err)
 	}
-	r.Ledger, err = readLedger(ctx, e.Pool, []int64{run.ID})
+	r.Ledger, err = ReadLedger(ctx, e.Pool, []int64{run.ID}, e.Fake.Calls())
 	return r, err
 }

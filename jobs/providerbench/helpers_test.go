@@ -12,6 +12,9 @@ import (
 // billed: every answered call once, with its tokens and its cost.
 func checkLedger(t *testing.T, p openaifake.Stats, l providerbench.Ledger) {
 	t.Helper()
+	for _, m := range l.Mismatches {
+		t.Errorf("ledger: %s", m)
+	}
 	if l.Open != 0 {
 		t.Errorf("ledger: %d calls never settled", l.Open)
 	}

@@ -92,6 +92,6 @@ func LongResearch(ctx context.Context, o LongOptions) (LongResult, error) {
 	for i := 1; i <= fetched; i++ {
 		r.PageTokens += openaifake.CountTokens(PageText(i, o.PageSize))
 	}
-	r.Ledger, err = readLedger(ctx, e.Pool, []int64{run.ID})
+	r.Ledger, err = ReadLedger(ctx, e.Pool, []int64{run.ID}, e.Fake.Calls())
 	return r, err
 }

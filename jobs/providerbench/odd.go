@@ -48,6 +48,6 @@ func OddAnswer(ctx context.Context, o OddOptions) (OddResult, error) {
 		return OddResult{}, err
 	}
 	r := OddResult{Status: done.Status, Error: done.Error, Steps: done.Steps, Report: done.Report, Provider: e.Fake.Stats()}
-	r.Ledger, err = readLedger(ctx, e.Pool, []int64{run.ID})
+	r.Ledger, err = ReadLedger(ctx, e.Pool, []int64{run.ID}, e.Fake.Calls())
 	return r, err
 }

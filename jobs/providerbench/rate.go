@@ -100,7 +100,7 @@ func RateLimits(ctx context.Context, o RateOptions) (RateResult, error) {
 	if err := outcomes(ctx, e, roots, &r.Runs, &r.Succeeded, &r.Errors); err != nil {
 		return r, err
 	}
-	r.Ledger, err = readLedger(ctx, e.Pool, roots)
+	r.Ledger, err = ReadLedger(ctx, e.Pool, roots, e.Fake.Calls())
 	return r, err
 }
 

@@ -120,6 +120,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, now time.Time) (*
 	if aerr != nil {
 		return adm, aerr
 	}
+	req.ClientRequestID = r.Header.Get(ClientRequestIDHeader)
 	adm.req = req
 	spec, ok := s.cfg.Models[req.Model]
 	if !ok {
@@ -186,7 +187,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, adm *admission, 
 func (s *Server) bill(req *Request, adm *admission, c completion, cached int, fault Fault, now time.Time) {
 	call := Call{Time: now, Model: req.Model, PromptTokens: req.PromptTokens, CachedTokens: cached,
 		CompletionTokens: c.tokens, ReasoningTokens: c.reasoning, MaxCompletionTokens: req.CompletionCap,
-		TPMCost: adm.cost, FinishReason: c.finish, Fault: fault}
+		TPMCost: adm.cost, FinishReason: c.finish, Fault: fault, ClientRequestID: req.ClientRequestID}
 	call.CostUSD = s.cfg.Prices[req.Model].Cost(call.Usage())
 	s.rec.bill(call)
 	s.rec.event(Event{Time: now, Status: http.StatusOK, Kind: KindOK, Model: req.Model, Fault: fault})

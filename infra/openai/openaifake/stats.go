@@ -68,7 +68,14 @@ type Call struct {
 	FinishReason string
 	Fault        Fault
 	CostUSD      float64
+	// ClientRequestID is the caller's name for the call, from its
+	// X-Client-Request-Id header.
+	ClientRequestID string
 }
+
+// ClientRequestIDHeader is the header in which a caller names its call, as
+// OpenAI's API lets it for tracing.
+const ClientRequestIDHeader = "X-Client-Request-Id"
 
 // Usage is the call's tokens and cost as the llm package counts them.
 func (c Call) Usage() llm.Usage {

@@ -30,6 +30,9 @@ type Request struct {
 	// as its tokenizer counts it, and the cap the answer is cut at.
 	PromptTokens  int
 	CompletionCap int
+	// ClientRequestID is the request's X-Client-Request-Id header: the
+	// caller's own name for the call ("" when not sent).
+	ClientRequestID string
 }
 
 // Message is one message of a Request.
