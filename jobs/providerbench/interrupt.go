@@ -1,0 +1,134 @@
+package providerbench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gbresearch/gb/infra/openai/openaifake"
+	"github.com/gbresearch/gb/jobs"
+)
+
+// InterruptOptions size a run of trees whose workers are stopped again and
+// again in the middle of their model calls, as Lambda deadlines stop them.
+type InterruptOptions struct {
+	EnvOptions
+	// Trees is how many trees start at once (default 6).
+	Trees int
+	// Latency is how long the provider takes to answer (default 400 ms).
+	Latency time.Duration
+	// Every is how often a worker is stopped (default 700 ms); each stop
+	// gives its running steps Grace to finish (default 50 ms) before they
+	// are cut off and put back in the queue.
+	Every, Grace time.Duration
+}
+
+// InterruptResult is what the interruptions left.
+type InterruptResult struct {
+	Runs, Succeeded int
+	Errors          []string
+	Stops           int
+	Provider        openaifake.Stats
+	Ledger          Ledger
+}
+
+// Interruptions runs trees while their workers are stopped and started
+// again, and compares the ledger with the provider's bill.
+func Interruptions(ctx context.Context, o InterruptOptions) (InterruptResult, error) {
+	o.Trees = cmpOr(o.Trees, 6)
+	o.Latency = cmpDur(o.Latency, 400*time.Millisecond)
+	o.Every, o.Grace = cmpDur(o.Every, 700*time.Millisecond), cmpDur(o.Grace, 50*time.Millisecond)
+	o.Workers = max(o.Workers, 2)
+	o.Provider.Latency = o.Latency
+	e, err := newEnv(ctx, o.EnvOptions, 2000, func(p *pages) openaifake.Brain { return treeBrain(p, 2) })
+	if err != nil {
+		return InterruptResult{}, err
+	}
+	defer e.Close()
+	var roots []int64
+	for i := range o.Trees {
+		user, err := e.NewUser(ctx)
+		if err != nil {
+			return InterruptResult{}, err
+		}
+		run, err := e.Start(ctx, jobs.StartParams{UserID: user, Topic: fmt.Sprintf("tree %d", i+1), MaxSteps: 4})
+		if err != nil {
+			return InterruptResult{}, err
+		}
+		roots = append(roots, run.ID)
+	}
+	var r InterruptResult
+	sctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var stopErr error
+	wg.Go(func() { r.Stops, stopErr = e.interrupt(sctx, o.Every, o.Grace) })
+	err = e.Wait(ctx, roots...)
+	stop()
+	wg.Wait()
+	if err != nil {
+		return r, err
+	}
+	if stopErr != nil {
+		return r, stopErr
+	}
+	if err := e.settled(ctx); err != nil {
+		return r, err
+	}
+	r.Provider = e.Fake.Stats()
+	if err := outcomes(ctx, e, roots, &r.Runs, &r.Succeeded, &r.Errors); err != nil {
+		return r, err
+	}
+	r.Ledger, err = ReadLedger(ctx, e.Pool, roots, e.Fake.Calls())
+	return r, err
+}
+
+// interrupt stops the agents in turn every so often, giving their steps
+// grace to finish, and starts them again, until ctx ends.
+func (e *Env) interrupt(ctx context.Context, every, grace time.Duration) (int, error) {
+	stops := 0
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return stops, nil
+		case <-time.After(every):
+		}
+		a := e.Agents[i%len(e.Agents)]
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+		_ = a.Stop(sctx) // running steps past grace are cut off and put back
+		cancel()
+		stops++
+		if err := a.Start(context.WithoutCancel(ctx)); err != nil {
+			return stops, fmt.Errorf("error restarting a worker: %w", err)
+		}
+	}
+}
+
+// settled waits until no call of the scenario is in flight: a call cut off
+// is settled at once by its step, one whose worker vanished by the
+// maintenance pass.
+func (e *Env) settled(ctx context.Context) error {
+	for {
+		var open int
+		if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM gb_model_calls c JOIN gb_agent_research_runs r
+			ON r.id = c.run_id WHERE c.status = 'reserved' AND r.user_id IN (SELECT id FROM gb_users
+			WHERE name LIKE 'providerbench\_' || $1 || '\_%')`, e.tag).Scan(&open); err != nil {
+			return fmt.Errorf("error waiting for calls in flight: %w", err)
+		}
+		if open == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d calls still in flight: %w", open, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func cmpDur(v, d time.Duration) time.Duration {
+	if v == 0 {
+		return d
+	}
+	return v
+}
