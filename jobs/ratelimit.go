@@ -97,14 +97,15 @@ func (l *limiter) sync(ctx context.Context, db DB) error {
 }
 
 // observeLimitsSQL writes what a provider said of a model's limits: the
-// limits themselves (unless configured), the clocks of its buckets as the
+// limits themselves (unless configured; a limit the provider names no
+// longer, when it names another, is gone), the clocks of its buckets as the
 // provider's remaining capacity puts them ($4, $5), and a hold on every
 // call until $6 after a 429.
 const observeLimitsSQL = `INSERT INTO gb_rate_limits AS r (key, rpm, tpm, req_tat, tok_tat, blocked_until)
 	VALUES ($1, nullif($2, 0), nullif($3, 0), $4, $5, $6)
 	ON CONFLICT (key) DO UPDATE SET
-		rpm = CASE WHEN r.configured THEN r.rpm ELSE coalesce(excluded.rpm, r.rpm) END,
-		tpm = CASE WHEN r.configured THEN r.tpm ELSE coalesce(excluded.tpm, r.tpm) END,
+		rpm = CASE WHEN r.configured OR ($2 = 0 AND $3 = 0) THEN r.rpm ELSE excluded.rpm END,
+		tpm = CASE WHEN r.configured OR ($2 = 0 AND $3 = 0) THEN r.tpm ELSE excluded.tpm END,
 		req_tat = greatest(r.req_tat, excluded.req_tat), tok_tat = greatest(r.tok_tat, excluded.tok_tat),
 		blocked_until = greatest(r.blocked_until, excluded.blocked_until), updated_at = now()`
 

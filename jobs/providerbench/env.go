@@ -99,6 +99,11 @@ func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) 
 	if err != nil {
 		return nil, err
 	}
+	// What an earlier scenario's provider said of the model's limits is
+	// not this one's.
+	if _, err := o.Pool.Exec(ctx, `DELETE FROM gb_rate_limits WHERE key = $1 AND NOT configured`, e.Model); err != nil {
+		return nil, fmt.Errorf("error clearing learned rate limits: %w", err)
+	}
 	tag := randomTag()
 	e.Dataset = "providerbench_" + tag
 	if _, err := kb.Load(ctx, o.Pool, e.Dataset, []kb.Document{{Source: "providerbench", Title: "providerbench",
@@ -147,6 +152,30 @@ func (e *Env) Close() {
 		e.Fake.Close()
 	}
 	e.Pages.Close()
+	e.cleanup()
+}
+
+// cleanup deletes what the scenario made: its users (and so their runs
+// and everything that goes with them), its dataset, and what its provider
+// taught of the model's limits.
+func (e *Env) cleanup() {
+	if e.tag == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, q := range []struct {
+		sql string
+		arg any
+	}{
+		{`DELETE FROM gb_users WHERE name LIKE 'providerbench\_' || $1 || '\_%'`, e.tag},
+		{`DELETE FROM gb_kb_datasets WHERE name = $1`, e.Dataset},
+		{`DELETE FROM gb_rate_limits WHERE key = $1 AND NOT configured`, e.Model},
+	} {
+		if _, err := e.Pool.Exec(ctx, q.sql, q.arg); err != nil {
+			slog.Error("providerbench could not delete what it made", "tag", e.tag, "sql", q.sql, "err", err)
+		}
+	}
 }
 
 // Start starts a research, for the scenario's first user unless p names
