@@ -242,3 +242,65 @@ func TestBudgetTooSmallIsRefusedWithTheSmallestFigure(t *testing.T) {
 		t.Fatalf("max_cost_usd 1e-300: %v, want it refused as rounding to nothing", err)
 	}
 }
+
+// A report cut off at the completion cap is not taken for the report: the
+// model is told what happened and writes it again; a refusal gets one more
+// turn, and a second refusal in a row ends the run with it.
+func TestCutReportsAndRefusalsAreToldToTheModel(t *testing.T) {
+	t.Parallel()
+	var notes []string
+	model := &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == llm.RoleUser && turns(req) > 0 {
+			notes = append(notes, req.Messages[n-1].Content)
+		}
+		return llm.Message{Content: "report"}, nil
+	}}
+	cut := &finishModel{inner: model, reasons: []string{llm.FinishLength}}
+	b := setup(t, setupOpts{model: cut})
+	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitEnded(t, b.pool, run.ID, 30*time.Second)
+	if done.Status != jobs.StatusSucceeded || done.Steps != 2 || len(notes) != 1 || !strings.Contains(notes[0], "cut off") {
+		t.Fatalf("%s after %d steps %q; notes %q: want the cut report written again", done.Status, done.Steps, done.Error, notes)
+	}
+
+	refusing := &finishModel{inner: &scriptModel{fn: func(context.Context, llm.Request) (llm.Message, error) {
+		return llm.Message{Content: "I can't help with that."}, nil
+	}}, refuse: true}
+	b2 := setup(t, setupOpts{model: refusing})
+	run, _, err = b2.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b2.userID, Topic: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done = waitEnded(t, b2.pool, run.ID, 30*time.Second)
+	if done.Status != jobs.StatusFailed || done.Steps != 1 || !strings.Contains(done.Error, "declined") {
+		t.Fatalf("%s after %d steps %q: want the run failed on the second refusal", done.Status, done.Steps, done.Error)
+	}
+}
+
+// finishModel passes on another model's answers with the finish reasons
+// given, one per call (then "stop"), or marks them refusals.
+type finishModel struct {
+	inner   llm.Model
+	reasons []string
+	refuse  bool
+	calls   int
+}
+
+func (m *finishModel) Name() string { return m.inner.Name() }
+
+func (m *finishModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	resp, err := m.inner.Complete(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	resp.FinishReason = llm.FinishStop
+	if m.calls < len(m.reasons) {
+		resp.FinishReason = m.reasons[m.calls]
+	}
+	m.calls++
+	resp.Refused = m.refuse
+	return resp, nil
+}

@@ -61,7 +61,9 @@ func LongResearch(ctx context.Context, o LongOptions) (LongResult, error) {
 		window = 4_000_000
 		o.Agent.PromptBudget = -1
 	}
-	o.Provider.Models = map[string]openaifake.ModelSpec{model: {ContextWindow: window, MaxCompletion: 16_384}}
+	spec := openaifake.DefaultModels()[model]
+	spec.ContextWindow, spec.MaxCompletion = window, max(spec.MaxCompletion, 16_384)
+	o.Provider.Models = map[string]openaifake.ModelSpec{model: spec}
 	o.Profiles = map[string]openai.ProfileOverride{model: {ContextWindow: window}}
 	e, err := newEnv(ctx, o.EnvOptions, o.PageSize, readingBrain)
 	if err != nil {

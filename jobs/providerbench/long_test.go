@@ -51,3 +51,26 @@ func TestLongResearchFitsItsWindow(t *testing.T) {
 	}
 	checkLedger(t, base.Provider, base.Ledger)
 }
+
+// A reasoning model works through the same steps: no parameter it rejects
+// is sent, its reasoning tokens are counted and priced as output.
+func TestReasoningModelResearch(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := providerbench.LongResearch(ctx, providerbench.LongOptions{
+		EnvOptions: providerbench.EnvOptions{Pool: dbtest.NewPool(t), Model: "o4-mini"}, Steps: 5, Window: 200_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s after %d steps; %d requests (%d refused as bad); reasoning %d of %d completion tokens; $%.6f",
+		r.Status, r.Steps, r.Provider.Requests, r.Provider.BadRequests, r.Provider.ReasoningTokens,
+		r.Provider.CompletionTokens, r.Provider.CostUSD)
+	if r.Status != "succeeded" || r.Provider.BadRequests != 0 {
+		t.Errorf("%s %q with %d bad requests", r.Status, r.Error, r.Provider.BadRequests)
+	}
+	if r.Provider.ReasoningTokens == 0 || r.Ledger.ReasoningTokens != int64(r.Provider.ReasoningTokens) {
+		t.Errorf("reasoning tokens: provider %d, ledger %d", r.Provider.ReasoningTokens, r.Ledger.ReasoningTokens)
+	}
+	checkLedger(t, r.Provider, r.Ledger)
+}
