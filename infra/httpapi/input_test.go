@@ -32,6 +32,8 @@ func TestCreateChecksEachFieldStrictly(t *testing.T) {
 		{"topic of the wrong type", `{"topic":["x"]}`, "topic", "JSON string"},
 		{"2001 characters", `{"topic":"` + strings.Repeat("é", 2001) + `"}`, "topic", "2001 characters"},
 		{"trailing brace", `{"topic":"x"} }`, "", "after the JSON object"},
+		{"budget too small for a report", `{"topic":"x","max_tokens":10}`, "max_tokens", "need at least"},
+		{"dollar budget that rounds to nothing", `{"topic":"x","max_cost_usd":1e-300}`, "max_cost_usd", "rounds to $0"},
 		{"array", `[{"topic":"x"}]`, "", "must be a JSON object"},
 		{"null", `null`, "", "not null"},
 		{"empty", ``, "", "empty"},
