@@ -260,8 +260,10 @@ func spawns(calls []llm.ToolCall) bool {
 // continues reports whether the job that just made a step of its run makes
 // the next one too, rather than handing the run over to a new step job:
 // it does until its time slice (Config.Slice) is used, the process stops
-// taking jobs, or a drain's deadline to stop fetching has come, so that
-// waiting trees get their turn and a Lambda's deadline holds.
+// taking jobs, a drain's deadline to stop fetching has come, or the next
+// step is not expected to finish before the drain's CancelAt
+// (nextStepFits), so that waiting trees get their turn and a Lambda's
+// deadline holds.
 func (a *Agent) continues(ctx context.Context, t *turn) bool {
 	if ctx.Err() != nil || a.config.Slice < 0 || a.stopping.Load() {
 		return false
@@ -273,7 +275,7 @@ func (a *Agent) continues(ctx context.Context, t *turn) bool {
 	a.mu.Lock()
 	w := a.working
 	a.mu.Unlock()
-	return w == nil || w.handoverAt.IsZero() || now.Before(w.handoverAt)
+	return (w == nil || w.handoverAt.IsZero() || now.Before(w.handoverAt)) && a.nextStepFits(t)
 }
 
 // record is a step as recordStepSQL records it.

@@ -41,7 +41,8 @@ const (
 const (
 	// DrainIdle: no job was ready and none was running in this process.
 	DrainIdle = "idle"
-	// DrainDeadline: StopFetchingAt came while there was still work.
+	// DrainDeadline: StopFetchingAt came while there was still work, or
+	// CancelAt came so near that a step could not start (deadline.go).
 	DrainDeadline = "deadline"
 	// DrainCancelled: the caller's context ended first.
 	DrainCancelled = "cancelled"
@@ -98,10 +99,17 @@ func (p DrainParams) withDefaults() DrainParams {
 type DrainResult struct {
 	// Reason is DrainIdle, DrainDeadline or DrainCancelled.
 	Reason string `json:"reason"`
-	// Worked counts the jobs this process finished, whatever their outcome.
+	// Worked counts the jobs this process finished, whatever their outcome,
+	// but for the Deferred ones.
 	Worked int `json:"worked"`
+	// Deferred counts the jobs not started because their step could not
+	// finish before CancelAt: each went back to the queue at once, its
+	// attempt not spent, and is not counted as Interrupted.
+	Deferred int `json:"deferred"`
 	// Interrupted counts the jobs cancelled at CancelAt and put back in the
-	// queue with the attempt they had before.
+	// queue with the attempt they had before. A deadline (not the caller's
+	// context) adds one to each one's count of interruptions in a row
+	// (InterruptionsKey), which makes it protected from ProtectAfter on.
 	Interrupted int `json:"interrupted"`
 	// Restored counts those of Interrupted that River had charged an
 	// attempt (or an error) for, which Drain then gave back.
@@ -115,7 +123,9 @@ type DrainResult struct {
 // Drain works step jobs until none is left for this process or until its
 // deadline, then stops the River client so that nothing runs and nothing
 // listens afterwards: it is one worker Lambda invocation. It starts the
-// client (which must have been built with Work), and at the end:
+// client (which must have been built with Work). It starts no step that is
+// not expected to finish before CancelAt, and stops fetching when a job's
+// step could not start, or none could (deadline.go). At the end:
 //
 //   - when idle, it stops at once;
 //   - at StopFetchingAt, it stops taking jobs and lets running ones finish
@@ -145,6 +155,9 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 	a.mu.Lock()
 	a.working.handoverAt = p.StopFetchingAt // no step starts after it in a running job
 	a.mu.Unlock()
+	dl := a.deadlines(true)
+	full := dl.beginDrain(p.CancelAt)
+	defer dl.endDrain()
 	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {
 		return DrainResult{}, fmt.Errorf("error starting river client: %w", err)
 	}
@@ -156,10 +169,11 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 	countEvents := func() {
 		for {
 			select {
-			case _, ok := <-events:
+			case ev, ok := <-events:
 				if !ok {
 					return
 				}
+				dl.settled(ev)
 				res.Worked++
 			default:
 				return
@@ -183,7 +197,7 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 		}
 	}
 
-	res.Reason = a.watch(ctx, p, log, kick, countEvents)
+	res.Reason = a.watch(ctx, p, dl, full, log, kick, countEvents)
 	if res.Reason == DrainCancelled {
 		p.CancelAt = time.Now() // the caller wants out now
 	}
@@ -196,15 +210,20 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 		stopErr = a.river.Stop(sctx)
 		cancel()
 	} else {
-		stopErr = a.stopAtDeadline(bg, p, &res, log)
+		stopErr = a.stopAtDeadline(bg, p, res.Reason == DrainDeadline, &res, log)
 	}
 	countEvents()
+	deferred, front := dl.endDrain()
+	res.Deferred, res.Worked = deferred, max(res.Worked-deferred, 0)
 	if stopErr != nil {
 		return res, fmt.Errorf("error stopping river client: %w", stopErr)
 	}
 
 	qctx, cancel := context.WithTimeout(bg, 2*time.Second)
 	defer cancel()
+	if err := a.queueFirst(qctx, front); err != nil {
+		log.WarnContext(ctx, "could not queue protected jobs first", "err", err)
+	}
 	ready, _, err := a.queueCounts(qctx, "", p.Lookahead)
 	if err != nil {
 		log.WarnContext(ctx, "could not count the jobs left", "err", err)
@@ -216,9 +235,11 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 	return res, nil
 }
 
-// watch waits until the process is idle, StopFetchingAt comes or ctx ends,
-// and asks for help when jobs wait for a free worker slot.
-func (a *Agent) watch(ctx context.Context, p DrainParams, log *slog.Logger, kick func(string), countEvents func()) string {
+// watch waits until the process is idle, StopFetchingAt comes, a job
+// could not start (full), no step could, or ctx ends; and asks for help
+// when jobs wait for a free worker slot.
+func (a *Agent) watch(ctx context.Context, p DrainParams, dl *deadlines, full <-chan struct{}, log *slog.Logger,
+	kick func(string), countEvents func()) string {
 	clientID := a.river.ID()
 	stopFetching := time.NewTimer(time.Until(p.StopFetchingAt))
 	defer stopFetching.Stop()
@@ -231,6 +252,8 @@ func (a *Agent) watch(ctx context.Context, p DrainParams, log *slog.Logger, kick
 		case <-ctx.Done():
 			return DrainCancelled
 		case <-stopFetching.C:
+			return DrainDeadline
+		case <-full:
 			return DrainDeadline
 		case <-tick.C:
 		}
@@ -245,6 +268,9 @@ func (a *Agent) watch(ctx context.Context, p DrainParams, log *slog.Logger, kick
 		}
 		if ready == 0 && mine == 0 {
 			return DrainIdle
+		}
+		if dl.noStepFits(a.models, a.config.StepTimeout) {
+			return DrainDeadline
 		}
 		if ready == 0 || mine < a.config.MaxWorkers {
 			backlogSince = time.Time{}
@@ -268,8 +294,9 @@ type heldJob struct {
 }
 
 // stopAtDeadline stops taking jobs, lets running ones finish until
-// CancelAt, then cancels the rest and puts them back.
-func (a *Agent) stopAtDeadline(ctx context.Context, p DrainParams, res *DrainResult, log *slog.Logger) error {
+// CancelAt, then cancels the rest and puts them back; count adds the
+// interruption to each one's count.
+func (a *Agent) stopAtDeadline(ctx context.Context, p DrainParams, count bool, res *DrainResult, log *slog.Logger) error {
 	sctx, cancel := context.WithDeadline(ctx, p.CancelAt)
 	err := a.river.Stop(sctx)
 	cancel()
@@ -298,7 +325,7 @@ func (a *Agent) stopAtDeadline(ctx context.Context, p DrainParams, res *DrainRes
 	}
 	rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer rcancel()
-	restored, waiting, rerr := a.putBack(rctx, held)
+	restored, waiting, rerr := a.putBack(rctx, held, count)
 	if rerr != nil {
 		return rerr
 	}
@@ -342,8 +369,9 @@ func (a *Agent) heldJobs(ctx context.Context) ([]heldJob, error) {
 // discarded) at the attempt it had, gets that attempt and that error taken
 // back. A job River already put back, or that another worker has taken
 // since, is left alone. It returns how many jobs it changed and how many of
-// the held jobs are now waiting in the queue.
-func (a *Agent) putBack(ctx context.Context, held []heldJob) (restored, waiting int, err error) {
+// the held jobs are now waiting in the queue; count adds an interruption to
+// the count of each of those (countInterruptionsSQL).
+func (a *Agent) putBack(ctx context.Context, held []heldJob, count bool) (restored, waiting int, err error) {
 	ids := make([]int64, len(held))
 	attempts := make([]int32, len(held))
 	nerrs := make([]int32, len(held))
@@ -366,8 +394,13 @@ func (a *Agent) putBack(ctx context.Context, held []heldJob) (restored, waiting 
 	if err != nil {
 		return 0, 0, fmt.Errorf("error putting cancelled jobs back: %w", err)
 	}
-	if err := a.pool.QueryRow(ctx, `SELECT count(*) FROM river_job
-		WHERE id = ANY($1) AND state IN ('available', 'retryable', 'scheduled')`, ids).Scan(&waiting); err != nil {
+	if count {
+		err = a.pool.QueryRow(ctx, countInterruptionsSQL, ids, ProtectAfter).Scan(&waiting)
+	} else {
+		err = a.pool.QueryRow(ctx, `SELECT count(*) FROM river_job
+			WHERE id = ANY($1) AND state IN ('available', 'retryable', 'scheduled')`, ids).Scan(&waiting)
+	}
+	if err != nil {
 		return 0, 0, fmt.Errorf("error counting cancelled jobs: %w", err)
 	}
 	return int(tag.RowsAffected()), waiting, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gbresearch/gb/infra/dbtest"
@@ -80,6 +81,22 @@ func (b *drainBundle) jobsOf(t *testing.T) []jobState {
 	return out
 }
 
+// interruptions lists the count of deadline interruptions in a row of
+// each job, by id.
+func (b *drainBundle) interruptions(t *testing.T) []int {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `SELECT coalesce((metadata->>$1)::int, 0)
+		FROM river_job ORDER BY id`, jobs.InterruptionsKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // requireNoListener fails when a LISTEN connection stays open on the test
 // database after the River client stopped.
 func requireNoListener(t *testing.T, pool *pgxpool.Pool) {
@@ -124,7 +141,9 @@ func TestDrainReturnsIdleOnAnEmptyQueue(t *testing.T) {
 
 func TestDrainWorksUntilIdleAndRestarts(t *testing.T) {
 	t.Parallel()
-	b := newDrainBundle(t, &offline.Model{}, jobs.Config{})
+	// A step must fit before CancelAt to start: StepTimeout, until there
+	// are samples of how long steps take.
+	b := newDrainBundle(t, &offline.Model{}, jobs.Config{StepTimeout: 30 * time.Second})
 	ctx := context.Background()
 	// A first drain with nothing to do, so the second one restarts the client.
 	if _, err := b.agent.Drain(ctx, jobs.DrainParams{CancelAt: time.Now().Add(10 * time.Second)}); err != nil {
@@ -162,9 +181,11 @@ func TestDrainWorksUntilIdleAndRestarts(t *testing.T) {
 
 func TestDrainDeadlinePutsRunningJobsBackUncharged(t *testing.T) {
 	t.Parallel()
-	// The model call ends only when its context does.
+	// The model call ends only when its context does; its steps are
+	// expected to be short, so the drain starts it.
 	model := newHeldModel()
 	b := newDrainBundle(t, model, jobs.Config{})
+	b.agent.RecordStepDurationsForTest(model.Name(), 10*time.Millisecond, 5)
 	b.start(t, b.users[0], "How does the context package carry cancellation signals?")
 	var kicks atomic.Int32
 	res, err := b.agent.Drain(context.Background(), jobs.DrainParams{
@@ -185,6 +206,9 @@ func TestDrainDeadlinePutsRunningJobsBackUncharged(t *testing.T) {
 	got := b.jobsOf(t)
 	if len(got) != 1 || got[0] != (jobState{State: "available", Attempt: 0, Errors: 0}) {
 		t.Fatalf("interrupted job should be available with no attempt spent: %+v", got)
+	}
+	if n := b.interruptions(t); len(n) != 1 || n[0] != 1 {
+		t.Fatalf("interruptions in a row: %v; want 1 for the job the deadline interrupted", n)
 	}
 	requireNoListener(t, b.pool)
 }
@@ -254,6 +278,7 @@ func (m *heldModel) requireInterrupted(t *testing.T, n int) {
 func TestDrainGivesBackAttemptsChargedForCancellation(t *testing.T) {
 	t.Parallel()
 	b := newDrainBundle(t, stubbornModel{}, jobs.Config{})
+	b.agent.RecordStepDurationsForTest(stubbornModel{}.Name(), 10*time.Millisecond, 5)
 	b.start(t, b.users[0], "How does the context package carry cancellation signals?")
 	res, err := b.agent.Drain(context.Background(), jobs.DrainParams{
 		CancelAt: time.Now().Add(300 * time.Millisecond),
@@ -274,7 +299,7 @@ func TestDrainGivesBackAttemptsChargedForCancellation(t *testing.T) {
 
 func TestDrainAsksForHelpWhenEverySlotIsBusy(t *testing.T) {
 	t.Parallel()
-	b := newDrainBundle(t, &offline.Model{Delay: 100 * time.Millisecond}, jobs.Config{MaxWorkers: 1})
+	b := newDrainBundle(t, &offline.Model{Delay: 100 * time.Millisecond}, jobs.Config{MaxWorkers: 1, StepTimeout: 30 * time.Second})
 	for i, topic := range []string{"How does the context package carry cancellation signals?",
 		"What does sync.WaitGroup wait for?"} {
 		b.start(t, b.users[i], topic)
@@ -401,6 +426,7 @@ func TestDrainStopsWhenItsContextEnds(t *testing.T) {
 	t.Parallel()
 	model := newHeldModel()
 	b := newDrainBundle(t, model, jobs.Config{})
+	b.agent.RecordStepDurationsForTest(model.Name(), 10*time.Millisecond, 5)
 	b.start(t, b.users[0], "How does the context package carry cancellation signals?")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -423,5 +449,8 @@ func TestDrainStopsWhenItsContextEnds(t *testing.T) {
 	model.requireInterrupted(t, 1)
 	if got := b.jobsOf(t); len(got) != 1 || got[0] != (jobState{State: "available"}) {
 		t.Fatalf("job should be available with no attempt spent: %+v", got)
+	}
+	if n := b.interruptions(t); n[0] != 0 {
+		t.Fatalf("interruptions in a row: %v; the caller's cancellation is not a deadline's", n)
 	}
 }

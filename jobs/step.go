@@ -185,6 +185,9 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	} else if err := a.loadInputs(jobCtx, t); err != nil {
 		return false, err
 	}
+	if err := a.mayStart(jobCtx, t); err != nil {
+		return false, err // a drain's deadline is too near for this step (deadline.go)
+	}
 	run, job := t.run, t.job
 	step := run.Steps + 1
 	if a.observer != nil {
