@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,6 +112,7 @@ func TestWorkerUnderEmulator(t *testing.T) {
 	env["DATABASE_URL"] = d.url
 	env["WORKER_FUNCTION_NAME"] = "gb-worker"
 	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "60"
+	env["GB_STEP_TIMEOUT"] = "20s" // 60 s hold a step (work.Config.MinTimeout)
 	fn := lambdatest.Start(t, lambdatest.Build(t, "functions/worker"), env)
 
 	res, took := invokeWorker(t, fn, "scheduled-event.json")
@@ -136,12 +138,14 @@ func TestWorkerUnderEmulator(t *testing.T) {
 	requireNothingLeft(t, d)
 }
 
-// TestWorkerStopsBeforeItsDeadline gives the worker a 5-second timeout and
-// steps that take far longer: the invocation returns its own result (one
-// that ran past its timeout would be ended by the emulator with a function
-// error instead), which says its drain stopped at its deadline; the
-// interrupted steps are back in the queue with no attempt spent, nothing
-// runs or listens afterwards, and another worker is kicked for them.
+// TestWorkerStopsBeforeItsDeadline gives the worker a 12-second timeout,
+// the least that holds its 2-second steps, and steps of 1.9 s: it cancels
+// at 7 s and takes jobs until 5 s. The invocation returns its own result
+// (one that ran past its timeout would be ended by the emulator with a
+// function error instead), which says its drain stopped at its deadline
+// with every step it started committed and none interrupted; the runs'
+// next steps wait in the queue with no attempt spent, nothing runs or
+// listens afterwards, and another worker is kicked for them.
 func TestWorkerStopsBeforeItsDeadline(t *testing.T) {
 	t.Parallel()
 	d := newWorkerDB(t)
@@ -149,23 +153,57 @@ func TestWorkerStopsBeforeItsDeadline(t *testing.T) {
 	env := lambdaAPI.Env()
 	env["DATABASE_URL"] = d.url
 	env["WORKER_FUNCTION_NAME"] = "gb-worker"
-	env["GB_OFFLINE_DELAY"] = "50s"
-	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "5"
+	env["GB_OFFLINE_DELAY"] = "1900ms"
+	env["GB_STEP_TIMEOUT"] = "2s"
+	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "12"
 	fn := lambdatest.Start(t, lambdatest.Build(t, "functions/worker"), env)
 
 	d.start(t, "How does the context package carry cancellation signals?")
 	d.start(t, "What does sync.WaitGroup wait for?")
 	res, took := invokeWorker(t, fn, "kick.json") // fails on a function error
 	t.Logf("invocation took %s: %+v", took, res)
-	if res.Source != "gb.kick" || res.Drain.Reason != jobs.DrainDeadline || res.Drain.Interrupted != 2 || res.Drain.Ready != 2 {
-		t.Fatalf("result %+v; want the kick's drain stopped at its deadline with both steps interrupted and ready", res)
+	if res.Source != "gb.kick" || res.Drain.Reason != jobs.DrainDeadline || res.Drain.Interrupted != 0 || res.Drain.Ready != 2 {
+		t.Fatalf("result %+v; want the kick's drain stopped at its deadline with both runs' next steps ready, none interrupted", res)
 	}
-	if got := d.jobStates(t); len(got) != 1 || got["available attempt=0 errors=0"] != 2 {
+	if got := d.jobStates(t); got["available attempt=0 errors=0"] != 2 || got["running attempt=1 errors=0"] != 0 {
 		t.Fatalf("jobs after the deadline: %v; want 2 available with no attempt spent", got)
 	}
 	kicks := lambdaAPI.Calls()
 	if len(kicks) != 1 || kicks[0].InvocationType != "Event" || kicks[0].Path != "/2015-03-31/functions/gb-worker/invocations" {
 		t.Fatalf("work left at the deadline should kick one worker: %+v", kicks)
+	}
+	requireNothingLeft(t, d)
+}
+
+// TestWorkerRefusesATimeoutTooShortForItsSteps: a 5-second timeout with the
+// default 3-minute steps fails the invocation with an error that names
+// both settings and the smallest safe timeout, and leaves the queue as it
+// was.
+func TestWorkerRefusesATimeoutTooShortForItsSteps(t *testing.T) {
+	t.Parallel()
+	d := newWorkerDB(t)
+	lambdaAPI := lambdatest.NewLambdaAPI(t)
+	env := lambdaAPI.Env()
+	env["DATABASE_URL"] = d.url
+	env["WORKER_FUNCTION_NAME"] = "gb-worker"
+	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "5"
+	fn := lambdatest.Start(t, lambdatest.Build(t, "functions/worker"), env)
+
+	d.start(t, "How does the context package carry cancellation signals?")
+	inv := fn.Invoke(t, lambdatest.Event(t, "testdata/kick.json", nil))
+	if inv.FunctionError == "" {
+		t.Fatalf("a worker whose timeout cannot hold a step answered %s", inv.Body)
+	}
+	for _, want := range []string{"WorkerTimeout", "GB_STEP_TIMEOUT", "190 seconds"} {
+		if !strings.Contains(string(inv.Body), want) {
+			t.Errorf("the refusal %s does not say %q", inv.Body, want)
+		}
+	}
+	if got := d.jobStates(t); len(got) != 1 || got["available attempt=0 errors=0"] != 1 {
+		t.Fatalf("jobs after a refused invocation: %v; want the one job left as it was", got)
+	}
+	if kicks := lambdaAPI.Calls(); len(kicks) != 0 {
+		t.Fatalf("a refused invocation kicked another worker: %+v", kicks)
 	}
 	requireNothingLeft(t, d)
 }

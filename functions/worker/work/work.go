@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,13 +30,32 @@ const (
 	// BudgetDefault is how long an invocation works when its context has
 	// no deadline (outside Lambda).
 	BudgetDefault = 5 * time.Minute
+	// StartMargin is what an invocation needs before its drain begins: the
+	// queue maintenance, the listener and River's start.
+	StartMargin = 5 * time.Second
 )
 
+// ErrTimeoutTooShort is the error of an invocation refused because its
+// timeout cannot hold a whole step (Config.CheckTimeout).
+var ErrTimeoutTooShort = errors.New("the worker's timeout is too short for its steps")
+
 // Config tunes the worker.
+//
+// An invocation must be long enough for a whole step between its start and
+// the moment it cancels the steps still running: the worker's timeout
+// (WorkerTimeout in template.yaml) must be at least StepTimeout
+// (GB_STEP_TIMEOUT) + CancelMargin + StartMargin (MinTimeout), 190 seconds
+// with the defaults. A drain starts no step that is not expected to finish
+// before it cancels (jobs.Drain), and expects StepTimeout of a step whose
+// model has no recent durations and of every step of a protected job: with a
+// shorter timeout such steps would never start. Handle refuses an
+// invocation whose timeout is shorter, with an error that names both
+// settings and the smallest safe WorkerTimeout.
 type Config struct {
-	// StepTimeout is the agent's step timeout: the worker stops taking new
-	// jobs this long before it cancels the running ones, so that a step
-	// taken late can still finish. Zero means jobs.StepTimeoutDefault.
+	// StepTimeout is the agent's step timeout (GB_STEP_TIMEOUT): the worker
+	// stops taking new jobs this long before it cancels the running ones,
+	// so that a step taken late can still finish. Zero means
+	// jobs.StepTimeoutDefault.
 	StepTimeout time.Duration
 	// CancelMargin: see CancelMarginDefault.
 	CancelMargin time.Duration
@@ -112,6 +132,36 @@ func New(d Deps) (*Worker, error) {
 	return &Worker{d: d}, nil
 }
 
+// MinTimeout is the smallest safe invocation timeout: StepTimeout, then
+// CancelMargin, after StartMargin.
+func (c Config) MinTimeout() time.Duration {
+	return c.StepTimeout + c.CancelMargin + StartMargin
+}
+
+// CheckTimeout returns an error wrapping ErrTimeoutTooShort when an
+// invocation timeout is shorter than MinTimeout. c must have its defaults
+// (as New leaves them).
+func (c Config) CheckTimeout(timeout time.Duration) error {
+	least := c.MinTimeout()
+	if timeout >= least {
+		return nil
+	}
+	return fmt.Errorf("%w: WorkerTimeout (%s) must be at least GB_STEP_TIMEOUT (%s) + %s to cancel + %s to start; "+
+		"set WorkerTimeout to %d seconds or more, or lower GB_STEP_TIMEOUT",
+		ErrTimeoutTooShort, timeout, c.StepTimeout, c.CancelMargin, StartMargin, int(math.Ceil(least.Seconds())))
+}
+
+// invocationTimeout is the timeout of a Lambda invocation that began at
+// most a moment before began: Lambda timeouts are whole seconds.
+func invocationTimeout(began, deadline time.Time) time.Duration {
+	left := deadline.Sub(began)
+	timeout := left.Truncate(time.Second)
+	if timeout < left {
+		timeout += time.Second
+	}
+	return timeout
+}
+
 // Deadlines returns when an invocation that starts at now and must end by
 // deadline stops taking jobs and when it cancels the running ones. It
 // cancels CancelMargin before the deadline (or halfway when the invocation
@@ -133,8 +183,10 @@ func (c Config) Deadlines(now, deadline time.Time) (stopFetching, cancel time.Ti
 }
 
 // Handle is one invocation: maintenance, the listener, a drain, then
-// everything stopped and the connections closed. Only a River client that
-// will not start or stop fails it.
+// everything stopped and the connections closed. An invocation whose
+// timeout is too short for a step (Config.CheckTimeout) is refused before
+// anything starts; otherwise only a River client that will not start or
+// stop fails it.
 func (w *Worker) Handle(ctx context.Context, ev Event) (Result, error) {
 	began := time.Now()
 	res := Result{Source: cmp.Or(ev.Source, "unknown")}
@@ -142,6 +194,13 @@ func (w *Worker) Handle(ctx context.Context, ev Event) (Result, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = began.Add(w.d.Config.Budget)
+	}
+	if err := w.d.Config.CheckTimeout(invocationTimeout(began, deadline)); err != nil {
+		log.ErrorContext(ctx, "worker invocation refused", "source", res.Source, "err", err)
+		if !w.d.Config.KeepConnections {
+			res.ClosedConns = closeIdle(context.WithoutCancel(ctx), w.d.Pool, log)
+		}
+		return res, fmt.Errorf("worker invocation: %w", err)
 	}
 	stopFetching, cancelAt := w.d.Config.Deadlines(began, deadline)
 
@@ -182,7 +241,7 @@ func (w *Worker) Handle(ctx context.Context, ev Event) (Result, error) {
 	}
 	res.Millis = time.Since(began).Milliseconds()
 	log.InfoContext(ctx, "worker invocation done", "source", res.Source, "reason", res.Drain.Reason,
-		"worked", res.Drain.Worked, "interrupted", res.Drain.Interrupted, "ready", res.Drain.Ready,
+		"worked", res.Drain.Worked, "deferred", res.Drain.Deferred, "interrupted", res.Drain.Interrupted, "ready", res.Drain.Ready,
 		"kicks", res.Drain.Kicks, "rescued", m.Rescued, "scheduled", m.Scheduled, "ms", res.Millis)
 	if err != nil {
 		return res, fmt.Errorf("worker invocation: %w", err)

@@ -3,6 +3,7 @@ package work_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,6 +68,10 @@ func (l *fakeListener) Stop(context.Context) error {
 	return nil
 }
 
+// testStepTimeout is the step timeout of the test workers: an invocation
+// needs 20 s (work.Config.MinTimeout).
+const testStepTimeout = 10 * time.Second
+
 // newWorker returns a worker on a fresh database whose connections are
 // named gb-work-test, and a pool of its own on that database to check it.
 func newWorker(t *testing.T, l *fakeListener) (*work.Worker, *jobs.Agent, *pgxpool.Pool, lambdatest.Seeded) {
@@ -82,11 +87,12 @@ func newWorker(t *testing.T, l *fakeListener) (*work.Worker, *jobs.Agent, *pgxpo
 	}
 	pool, check := open(url+"&application_name=gb-work-test"), open(url)
 	seed := lambdatest.Seed(t, check)
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{}, Work: true})
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{}, Work: true,
+		Config: jobs.Config{StepTimeout: testStepTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := work.Deps{Agent: agent, Pool: pool}
+	d := work.Deps{Agent: agent, Pool: pool, Config: work.Config{StepTimeout: testStepTimeout}}
 	if l != nil {
 		l.agent = agent
 		d.Listener = l
@@ -130,7 +136,7 @@ func TestHandleGoesOnWithoutItsListener(t *testing.T) {
 	t.Parallel()
 	l := &fakeListener{startErr: errors.New("no LISTEN today")}
 	w, _, _, _ := newWorker(t, l)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := w.Handle(ctx, work.Event{})
 	if err != nil || res.Drain.Reason != jobs.DrainIdle || res.Source != "unknown" {
@@ -138,5 +144,55 @@ func TestHandleGoesOnWithoutItsListener(t *testing.T) {
 	}
 	if len(l.calls) != 1 {
 		t.Fatalf("a listener that did not start must not be stopped: %v", l.calls)
+	}
+}
+
+func TestCheckTimeout(t *testing.T) {
+	t.Parallel()
+	c := work.Config{StepTimeout: 3 * time.Minute, CancelMargin: work.CancelMarginDefault}
+	if got, want := c.MinTimeout(), 3*time.Minute+work.CancelMarginDefault+work.StartMargin; got != want {
+		t.Fatalf("MinTimeout %s, want %s", got, want)
+	}
+	if err := c.CheckTimeout(c.MinTimeout()); err != nil {
+		t.Fatalf("the smallest safe timeout was refused: %v", err)
+	}
+	err := c.CheckTimeout(60 * time.Second)
+	if !errors.Is(err, work.ErrTimeoutTooShort) {
+		t.Fatalf("60 s for 3-minute steps: %v; want ErrTimeoutTooShort", err)
+	}
+	for _, want := range []string{"WorkerTimeout", "GB_STEP_TIMEOUT", "190 seconds"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+}
+
+// TestHandleRefusesATimeoutTooShortForItsSteps: an invocation whose
+// timeout cannot hold a step fails at once: its listener does not start
+// and its job is left queued as it was.
+func TestHandleRefusesATimeoutTooShortForItsSteps(t *testing.T) {
+	t.Parallel()
+	l := &fakeListener{}
+	w, agent, pool, seed := newWorker(t, l)
+	ctx := context.Background()
+	if _, _, err := agent.StartResearch(ctx, jobs.StartParams{UserID: seed.UserID, Topic: "What does sync.Once do?"}); err != nil {
+		t.Fatal(err)
+	}
+	ictx, cancel := context.WithTimeout(ctx, testStepTimeout+work.CancelMarginDefault)
+	defer cancel()
+	res, err := w.Handle(ictx, work.Event{Source: "gb.kick"})
+	if !errors.Is(err, work.ErrTimeoutTooShort) || res.Drain.Reason != "" {
+		t.Fatalf("result %+v, %v; want the invocation refused", res, err)
+	}
+	if len(l.calls) != 0 {
+		t.Fatalf("a refused invocation started its listener: %v", l.calls)
+	}
+	var state string
+	var attempt int
+	if err := pool.QueryRow(ctx, "SELECT state::text, attempt FROM river_job").Scan(&state, &attempt); err != nil {
+		t.Fatal(err)
+	}
+	if state != "available" || attempt != 0 {
+		t.Fatalf("job %s at attempt %d; want it left available", state, attempt)
 	}
 }
