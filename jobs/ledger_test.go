@@ -62,9 +62,13 @@ func TestTakeCapacitySpacesCallsAtTheLimit(t *testing.T) {
 		}
 		waits = append(waits, at.Sub(now))
 	}
-	// 6000 tokens a minute: six calls of 1000 at once, then one every 10 s.
+	// 6000 tokens a minute, nine tenths of it at once: five calls of 1000
+	// at once, the sixth when 600 more have come (6 s), then one every 10 s.
 	for i, w := range waits {
-		want := time.Duration(max(i-5, 0)) * 10 * time.Second
+		want := time.Duration(i-5)*10*time.Second + 6*time.Second
+		if i < 5 {
+			want = 0
+		}
 		if w < want-time.Second || w > want+time.Second {
 			t.Errorf("call %d may start in %s, want about %s", i+1, w, want)
 		}

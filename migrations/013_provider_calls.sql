@@ -83,12 +83,15 @@ BEGIN
     END IF;
     -- A bucket of a minute's limit refills at limit/60 a second: a cost c
     -- fits at time s when tat - (limit - c)·60/limit <= s.
+    -- Only nine tenths of a bucket are ever handed out at once: the rest
+    -- absorbs calls that reach the provider later than they were let go
+    -- and earlier ones that reach it after them.
     start := greatest(t, r.blocked_until);
     IF r.rpm IS NOT NULL THEN
-        start := greatest(start, r.req_tat - make_interval(secs => (r.rpm - 1) * 60.0 / r.rpm));
+        start := greatest(start, r.req_tat - make_interval(secs => (0.9 * r.rpm - 1) * 60.0 / r.rpm));
     END IF;
     IF r.tpm IS NOT NULL THEN
-        start := greatest(start, r.tok_tat - make_interval(secs => (r.tpm - tokens) * 60.0 / r.tpm));
+        start := greatest(start, r.tok_tat - make_interval(secs => (0.9 * r.tpm - tokens) * 60.0 / r.tpm));
     END IF;
     UPDATE gb_rate_limits SET
         req_tat = CASE WHEN rpm IS NULL THEN req_tat

@@ -114,7 +114,12 @@ func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) 
 	if e.UserID, err = e.NewUser(ctx); err != nil {
 		return nil, err
 	}
-	deps := jobs.Deps{Pool: o.Pool, Model: model, Logger: logger, Config: o.Agent, Search: noSearch{}, Fetch: fetcher}
+	// A queue of its own keeps the scenario's steps away from the workers
+	// of another scenario on the same database, which call another
+	// provider.
+	cfg := o.Agent
+	cfg.Queue = "providerbench_" + tag
+	deps := jobs.Deps{Pool: o.Pool, Model: model, Logger: logger, Config: cfg, Search: noSearch{}, Fetch: fetcher}
 	if e.Starter, err = jobs.New(deps); err != nil {
 		return nil, err
 	}
