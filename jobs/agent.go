@@ -156,6 +156,9 @@ type Agent struct {
 	models    []llm.Model // the models a sub-agent may be given, the default first
 	river     *river.Client[pgx.Tx]
 	rate      *limiter // the shared rate limits, this process's side
+	// deadlines is the drain the agent runs, if any, and its steps'
+	// recent durations (deadline.go).
+	deadlines *deadlines
 
 	// stopping is set once Stop is called: running jobs hand their runs
 	// over after the step they are making.
@@ -226,7 +229,7 @@ func New(d Deps) (*Agent, error) {
 		return nil, fmt.Errorf("invalid agent config: %w", err)
 	}
 	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer, fault: d.Fault,
-		search: d.Search, fetch: d.Fetch, rate: newLimiter(cfg.RateLimits),
+		search: d.Search, fetch: d.Fetch, rate: newLimiter(cfg.RateLimits), deadlines: newDeadlines(),
 		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})

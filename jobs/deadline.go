@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/riverqueue/river"
 
@@ -114,25 +112,9 @@ func (r *durations) p95() (time.Duration, bool) {
 	return s[(95*r.n+99)/100-1], true
 }
 
-// agentDeadlines holds each agent's deadlines, by a weak key so that they
-// go with the agent.
-var agentDeadlines sync.Map // weak.Pointer[Agent] → *deadlines
-
-// deadlines returns the agent's deadlines, made on first use when create
-// is set (by a drain), else nil.
-func (a *Agent) deadlines(create bool) *deadlines {
-	key := weak.Make(a)
-	if d, ok := agentDeadlines.Load(key); ok {
-		return d.(*deadlines)
-	}
-	if !create {
-		return nil
-	}
-	d, loaded := agentDeadlines.LoadOrStore(key, &deadlines{recent: map[string]*durations{}})
-	if !loaded {
-		runtime.AddCleanup(a, func(k weak.Pointer[Agent]) { agentDeadlines.Delete(k) }, key)
-	}
-	return d.(*deadlines)
+// newDeadlines makes an agent's empty deadlines.
+func newDeadlines() *deadlines {
+	return &deadlines{recent: map[string]*durations{}}
 }
 
 // beginDrain sets the drain's CancelAt and returns the channel told when a
@@ -204,10 +186,7 @@ func (d *deadlines) settled(ev *river.Event) {
 // step before this one, it records that step's duration and resets the
 // job's interruptions. Outside a drain it returns nil.
 func (a *Agent) mayStart(ctx context.Context, t *turn) error {
-	d := a.deadlines(false)
-	if d == nil {
-		return nil
-	}
+	d := a.deadlines
 	model := a.modelFor(t.run).Name()
 	now := time.Now()
 	d.mu.Lock()
@@ -252,10 +231,7 @@ func (a *Agent) mayStart(ctx context.Context, t *turn) error {
 // nextStepFits reports whether, in a drain, the next step of the job's run
 // is expected to finish before CancelAt; outside a drain it is true.
 func (a *Agent) nextStepFits(t *turn) bool {
-	d := a.deadlines(false)
-	if d == nil {
-		return true
-	}
+	d := a.deadlines
 	model := a.modelFor(t.run).Name()
 	d.mu.Lock()
 	defer d.mu.Unlock()

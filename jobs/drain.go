@@ -155,7 +155,7 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 	a.mu.Lock()
 	a.working.handoverAt = p.StopFetchingAt // no step starts after it in a running job
 	a.mu.Unlock()
-	dl := a.deadlines(true)
+	dl := a.deadlines
 	full := dl.beginDrain(p.CancelAt)
 	defer dl.endDrain()
 	if err := a.river.Start(context.WithoutCancel(ctx)); err != nil {

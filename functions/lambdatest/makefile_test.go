@@ -136,6 +136,8 @@ func TestMakeTargetsRunUnderEmulator(t *testing.T) {
 			fn := lambdatest.Start(t, bootstrap, map[string]string{
 				"DATABASE_URL":                url,
 				"AWS_LAMBDA_FUNCTION_TIMEOUT": "30",
+				// A worker refuses an invocation too short for a whole step.
+				"GB_STEP_TIMEOUT": "20s",
 			})
 			ev := lambdatest.Event(t, filepath.Join(root, tc.event), map[string]string{"API_KEY": seed.Key, "USER": seed.User})
 			inv := fn.Invoke(t, ev)
