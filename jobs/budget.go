@@ -192,37 +192,32 @@ func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 // fit decides on a call against the tree's budget and shrinks its
 // completion cap to what is left. Every call but the root's closing one
 // must fit, with the calls in flight, in the budget less the report's
-// share; the closing call may use what is left of the whole budget, and
-// never less than the report's share, so that what other calls overspent
-// is not taken from it.
+// share. The closing call may use what the others left of the whole
+// budget, and never less than the report's share, so that what other calls
+// overspent is not taken from it.
 func (a *Agent) fit(run *Run, b budget, req *llm.Request, closing bool) (verdict, string) {
-	share, inFlightTokens, inFlightCost := 1-reportShare, b.inFlightTokens, b.inFlightCost
-	if closing {
-		share, inFlightTokens, inFlightCost = 1, 0, 0
-	}
 	if b.maxTokens > 0 {
-		limit := int64(math.Floor(float64(b.maxTokens) * share))
-		if closing {
-			limit = max(b.maxTokens-b.spentTokens, int64(math.Floor(float64(b.maxTokens)*reportShare))) + b.spentTokens
-		}
 		promptEst := int64(a.estimateUsage(run, *req).PromptTokens)
 		need := promptEst + int64(min(req.MaxCompletionTokens, minCompletionTokens))
+		avail := int64(math.Floor(float64(b.maxTokens)*(1-reportShare))) - b.spentTokens - b.inFlightTokens
+		if closing {
+			avail = max(b.maxTokens-b.spentTokens-b.inFlightTokens, int64(math.Floor(float64(b.maxTokens)*reportShare)))
+		}
 		switch {
-		case b.spentTokens+need > limit:
+		case need > avail && (closing || need > avail+b.inFlightTokens):
 			return exhausted, fmt.Sprintf("budget exhausted: the research has used %d of its %d tokens", b.spentTokens, b.maxTokens)
-		case b.spentTokens+inFlightTokens+need > limit:
+		case need > avail:
 			return mustWait, ""
 		}
-		req.MaxCompletionTokens = int(min(int64(req.MaxCompletionTokens), limit-b.spentTokens-inFlightTokens-promptEst))
+		req.MaxCompletionTokens = int(min(int64(req.MaxCompletionTokens), avail-promptEst))
 	}
 	if b.maxCost > 0 {
-		limit := b.maxCost * share
+		left := b.maxCost*(1-reportShare) - b.spentCost - b.inFlightCost
 		if closing {
-			limit = max(b.maxCost-b.spentCost, b.maxCost*reportShare) + b.spentCost
+			left = max(b.maxCost-b.spentCost-b.inFlightCost, b.maxCost*reportShare)
 		}
-		left := limit - b.spentCost - inFlightCost
 		if !a.shrinkToCost(run, req, left) {
-			if b.spentCost+a.smallestCost(run, *req) > limit {
+			if closing || a.smallestCost(run, *req) > left+b.inFlightCost {
 				return exhausted, fmt.Sprintf("budget exhausted: the research has spent $%.4f of its $%.4f", b.spentCost, b.maxCost)
 			}
 			return mustWait, ""
