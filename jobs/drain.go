@@ -21,9 +21,10 @@ const (
 	// DrainPollDefault is how often Drain looks at the queue to see whether
 	// anything is left for it.
 	DrainPollDefault = 50 * time.Millisecond
-	// DrainLookaheadDefault counts a job due this soon (a quick retry) as
-	// ready, so the drain waits for it instead of leaving it to a later sweep.
-	DrainLookaheadDefault = time.Second
+	// DrainLookaheadDefault counts a job due this soon (a quick retry, a
+	// step waiting for its rate-limit capacity) as ready, so the drain waits
+	// for it instead of leaving it to a later sweep.
+	DrainLookaheadDefault = 5 * time.Second
 	// BacklogAfterDefault is how long jobs must wait with every worker slot
 	// busy before Drain asks for another worker.
 	BacklogAfterDefault = time.Second
@@ -68,8 +69,8 @@ type DrainParams struct {
 	CancelAt time.Time
 	// PollInterval is how often the queue is checked (DrainPollDefault).
 	PollInterval time.Duration
-	// Lookahead counts available jobs due within it as ready
-	// (DrainLookaheadDefault).
+	// Lookahead counts jobs due within it (available, or scheduled after
+	// a snooze or a failed attempt) as ready (DrainLookaheadDefault).
 	Lookahead time.Duration
 	// BacklogAfter is how long ready jobs must find every worker slot busy
 	// before OnBacklog is called (BacklogAfterDefault).
@@ -339,9 +340,10 @@ func (a *Agent) stopAtDeadline(ctx context.Context, p DrainParams, count bool, r
 // empty clientID the second count is 0.
 func (a *Agent) queueCounts(ctx context.Context, clientID string, lookahead time.Duration) (ready, mine int, err error) {
 	err = a.pool.QueryRow(ctx, `SELECT
-			count(*) FILTER (WHERE state = 'available' AND scheduled_at <= now() + $2 * interval '1 millisecond'),
+			count(*) FILTER (WHERE state IN ('available', 'scheduled', 'retryable')
+				AND scheduled_at <= now() + $2 * interval '1 millisecond'),
 			count(*) FILTER (WHERE state = 'running' AND $1 <> '' AND attempted_by[cardinality(attempted_by)] = $1)
-		FROM river_job WHERE queue = $3 AND state IN ('available', 'running')`,
+		FROM river_job WHERE queue = $3 AND state IN ('available', 'scheduled', 'retryable', 'running')`,
 		clientID, lookahead.Milliseconds(), a.config.Queue).Scan(&ready, &mine)
 	if err != nil {
 		return 0, 0, fmt.Errorf("error counting queued jobs: %w", err)
