@@ -40,26 +40,30 @@ func (m *meteredModel) EstimateUsage(req llm.Request) llm.Usage {
 	return llm.Usage{PromptTokens: m.prompt - m.promptError, CompletionTokens: req.MaxCompletionTokens}
 }
 
+// racingTree is a root that spawns four sub-agents at once and waits for
+// them; each sub-agent searches until it may no longer call tools.
+func racingTree(_ context.Context, req llm.Request) (llm.Message, error) {
+	switch {
+	case !req.MayCallTools():
+		return llm.Message{Content: "report of " + topic(req)}, nil
+	case topic(req) != "root":
+		return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query":"context"}`)}}, nil
+	case turns(req) == 0:
+		var calls []llm.ToolCall
+		for i := range 4 {
+			calls = append(calls, toolCall("spawn_subagent",
+				fmt.Sprintf(`{"name":"s%d","reason":"covers part %d","task":"part %d"}`, i, i, i)))
+		}
+		return llm.Message{ToolCalls: calls}, nil
+	default:
+		return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
+	}
+}
+
 func TestTightBudgetHoldsUnderConcurrentSubagents(t *testing.T) {
 	t.Parallel()
 	const budget = 150
-	model := &meteredModel{prompt: 20, completion: 10, promptError: 2, fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
-		switch {
-		case !req.MayCallTools():
-			return llm.Message{Content: "report of " + topic(req)}, nil
-		case topic(req) != "root":
-			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query":"context"}`)}}, nil
-		case turns(req) == 0:
-			var calls []llm.ToolCall
-			for i := range 4 {
-				calls = append(calls, toolCall("spawn_subagent",
-					fmt.Sprintf(`{"name":"s%d","reason":"covers part %d","task":"part %d"}`, i, i, i)))
-			}
-			return llm.Message{ToolCalls: calls}, nil
-		default:
-			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
-		}
-	}}
+	model := &meteredModel{prompt: 20, completion: 10, promptError: 2, fn: racingTree}
 	b := setup(t, setupOpts{model: model, config: jobs.Config{MaxCompletionTokens: 10}})
 	ctx := context.Background()
 	for round := range 3 {
@@ -166,23 +170,7 @@ func TestBudgetWaitOnTheLastAttemptSpendsNothing(t *testing.T) {
 func TestSubagentOvershootLeavesTheReportsShare(t *testing.T) {
 	t.Parallel()
 	const budget = 6528 // a quarter of 1,632 tokens
-	model := &meteredModel{prompt: 1156, completion: 256, promptError: 600, fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
-		switch {
-		case !req.MayCallTools():
-			return llm.Message{Content: "report of " + topic(req)}, nil
-		case topic(req) != "root":
-			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query":"context"}`)}}, nil
-		case turns(req) == 0:
-			var calls []llm.ToolCall
-			for i := range 4 {
-				calls = append(calls, toolCall("spawn_subagent",
-					fmt.Sprintf(`{"name":"s%d","reason":"covers part %d","task":"part %d"}`, i, i, i)))
-			}
-			return llm.Message{ToolCalls: calls}, nil
-		default:
-			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
-		}
-	}}
+	model := &meteredModel{prompt: 1156, completion: 256, promptError: 600, fn: racingTree}
 	b := setup(t, setupOpts{model: model, config: jobs.Config{MaxCompletionTokens: 256}})
 	ctx := context.Background()
 	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "root", MaxTokens: budget})
