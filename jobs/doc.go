@@ -5,7 +5,15 @@
 // limits) and the service the API and the CLI call. The statements of a
 // step are in queries.go.
 //
-// It may import jobs/llm, jobs/kb, jobs/prompts and messenger; it knows
+// A step's model call (ask.go) is built from the stored conversation and
+// compacted to fit its model's window (compaction.go, jobs/compact),
+// admitted against the tree's budget (budget.go) and the model's rate
+// limit shared through Postgres (ratelimit.go), and written in the ledger
+// of calls before it is made and settled after it, whatever happens
+// (calls.go). In a worker Lambda, a drain starts only the steps that can
+// finish before its deadline (drain.go, deadline.go).
+//
+// It may import jobs/llm, jobs/compact, jobs/kb, jobs/prompts and messenger; it knows
 // nothing of HTTP, Lambda or the model clients, which reach it through
 // llm.Model.
 package jobs
