@@ -52,11 +52,14 @@ type UsageEstimator interface {
 }
 
 // estimateUsage is the most a request of the run may use: its prompt, as
-// the provider is likely to count it, at the uncached rate, and its
-// completion cap.
+// the provider is likely to count it (llm.EstimatePromptTokens, scaled by
+// what the provider counted before), at the uncached rate, and its
+// completion cap. A model with no profile that estimates its own usage
+// (UsageEstimator) is taken at its word.
 func (a *Agent) estimateUsage(run *Run, req llm.Request) llm.Usage {
 	m := a.modelFor(run)
-	if e, ok := m.(UsageEstimator); ok {
+	_, profiled := m.(llm.Profiler)
+	if e, ok := m.(UsageEstimator); ok && !profiled {
 		u := e.EstimateUsage(req)
 		u.CachedPromptTokens = 0
 		return u

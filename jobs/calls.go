@@ -32,21 +32,24 @@ type callRef struct {
 
 // admitCallSQL admits a model call of a run's step against its model's
 // rate limit and writes its ledger row. A row the step queued earlier
-// (capacity taken for a later start) is used when its time has come;
-// otherwise capacity is taken now (gb_take_capacity), for now or for
-// later. It returns when the call may start and the row's id (none when
-// the call alone is more than the token limit).
+// (capacity taken for a later start) is used when its time has come, and
+// if the call now counts more tokens than it was queued with, the rest is
+// charged to the bucket, pushing later calls back; otherwise capacity is
+// taken now (gb_take_capacity), for now or for later. It returns when the
+// call may start and the row's id (none when the call alone is more than
+// the token limit).
 //
 // $1 run, $2 step, $3 rate key (” for none), $4 tokens counted by the
 // limit, $5 job, $6 attempt, $7 the attempt's start, $8 estimated tokens,
 // $9 estimated cost, $10 model, $11 root, $12 completion cap, $13 how soon
 // counts as now, $14 gb's own count of the prompt.
 const admitCallSQL = `WITH q AS (
-		SELECT id, not_before FROM gb_model_calls
+		SELECT id, not_before, reserved_tokens FROM gb_model_calls
 		WHERE run_id = $1 AND step = $2 AND status = 'queued' ORDER BY id LIMIT 1 FOR UPDATE),
 	s AS (
-		SELECT coalesce((SELECT not_before FROM q),
-			CASE WHEN $3 = '' THEN clock_timestamp() ELSE gb_take_capacity($3, $4) END) AS at),
+		SELECT coalesce((SELECT not_before FROM q
+				WHERE gb_take_capacity($3, greatest($4::int - q.reserved_tokens, 0)::int, false) IS NOT NULL),
+			CASE WHEN $3 = '' THEN clock_timestamp() ELSE gb_take_capacity($3, $4::int, true) END) AS at),
 	v AS (
 		SELECT at, CASE WHEN at <= clock_timestamp() + $13::interval THEN 'reserved' ELSE 'queued' END AS status FROM s),
 	up AS (

@@ -57,7 +57,7 @@ func TestTakeCapacitySpacesCallsAtTheLimit(t *testing.T) {
 	for range 8 {
 		var at time.Time
 		var now time.Time
-		if err := pool.QueryRow(ctx, `SELECT gb_take_capacity('m', 1000), clock_timestamp()`).Scan(&at, &now); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT gb_take_capacity('m', 1000, true), clock_timestamp()`).Scan(&at, &now); err != nil {
 			t.Fatal(err)
 		}
 		waits = append(waits, at.Sub(now))
@@ -73,15 +73,28 @@ func TestTakeCapacitySpacesCallsAtTheLimit(t *testing.T) {
 			t.Errorf("call %d may start in %s, want about %s", i+1, w, want)
 		}
 	}
+	// A queued call that turned out 500 tokens larger is charged them: the
+	// next call waits 5 s more than it would have.
+	var now time.Time
+	if err := pool.QueryRow(ctx, `SELECT gb_take_capacity('m', 500, false), clock_timestamp()`).Scan(&now, &now); err != nil {
+		t.Fatal(err)
+	}
+	var next time.Time
+	if err := pool.QueryRow(ctx, `SELECT gb_take_capacity('m', 1000, true), clock_timestamp()`).Scan(&next, &now); err != nil {
+		t.Fatal(err)
+	}
+	if w, want := next.Sub(now), 3*10*time.Second+6*time.Second+5*time.Second; w < want-time.Second || w > want+time.Second {
+		t.Errorf("after a charge of 500 tokens, call 9 may start in %s, want about %s", w, want)
+	}
 	var never bool
-	if err := pool.QueryRow(ctx, `SELECT NOT isfinite(gb_take_capacity('m', 7000))`).Scan(&never); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT NOT isfinite(gb_take_capacity('m', 7000, true))`).Scan(&never); err != nil {
 		t.Fatal(err)
 	}
 	if !never {
 		t.Errorf("a call of 7000 tokens against 6000 a minute may start, want never (infinity)")
 	}
 	var at time.Time
-	if err := pool.QueryRow(ctx, `SELECT gb_take_capacity('unknown', 7000)`).Scan(&at); err != nil || time.Since(at) > time.Minute {
+	if err := pool.QueryRow(ctx, `SELECT gb_take_capacity('unknown', 7000, true)`).Scan(&at); err != nil || time.Since(at) > time.Minute {
 		t.Errorf("a key with no limits: %s, %v; want now", at, err)
 	}
 }

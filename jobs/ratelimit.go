@@ -42,22 +42,28 @@ func newLimiter(configured map[string]RateLimit) *limiter {
 	return &limiter{configured: configured, ratio: map[string]float64{}, observed: map[string]time.Time{}}
 }
 
+// coldRatio is how many tokens a provider is taken to count for each of
+// gb's own before it has said (tool schemas, dense in punctuation, count
+// half again as many in OpenAI's tokenizers as in a four-bytes estimate).
+const coldRatio = 1.25
+
 // cost is the rate key of a model's call and the tokens its limit counts:
-// the prompt, as the provider is likely to count it, and the completion
-// cap, as providers count them before a call.
+// the prompt, as the provider is likely to count it (est is scaled
+// already), and the completion cap, as providers count them before a call.
 func (l *limiter) cost(model string, est llm.Usage) (string, int) {
-	l.mu.Lock()
-	r := max(l.ratio[model], 1)
-	l.mu.Unlock()
-	return model, int(math.Ceil(float64(est.PromptTokens)*r)) + est.CompletionTokens
+	return model, est.PromptTokens + est.CompletionTokens
 }
 
-// scale is a prompt estimate corrected by what the provider counted before.
+// scale is a prompt estimate corrected by what the provider counted before
+// (coldRatio until it has answered once).
 func (l *limiter) scale(model string, promptTokens int) int {
 	l.mu.Lock()
-	r := max(l.ratio[model], 1)
+	r, ok := l.ratio[model]
 	l.mu.Unlock()
-	return int(math.Ceil(float64(promptTokens) * r))
+	if !ok {
+		r = coldRatio
+	}
+	return int(math.Ceil(float64(promptTokens) * max(r, 1)))
 }
 
 // learn notes how many prompt tokens the provider counted for an estimate.

@@ -66,8 +66,10 @@ CREATE TABLE gb_rate_limits (
 -- the call may start: now, or later when the key's capacity is spoken for
 -- (the capacity is taken for that time, so a caller that comes back then
 -- finds it). It returns infinity, taking nothing, when the call alone is
--- more than the token limit. A key with no row has no known limit.
-CREATE FUNCTION gb_take_capacity(k text, tokens int) RETURNS timestamptz
+-- more than the token limit. A key with no row has no known limit. With
+-- request false it charges tokens more to a call already admitted (which
+-- turned out larger than it was queued with) and returns now.
+CREATE FUNCTION gb_take_capacity(k text, tokens int, request boolean) RETURNS timestamptz
 LANGUAGE plpgsql AS $$
 DECLARE
     r gb_rate_limits%ROWTYPE;
@@ -76,6 +78,12 @@ DECLARE
 BEGIN
     SELECT * INTO r FROM gb_rate_limits WHERE key = k FOR UPDATE;
     IF NOT FOUND THEN
+        RETURN t;
+    END IF;
+    IF NOT request THEN
+        UPDATE gb_rate_limits SET tok_tat = greatest(tok_tat, t) + make_interval(secs => tokens * 60.0 / tpm),
+            updated_at = t
+        WHERE key = k AND tpm IS NOT NULL AND tokens > 0;
         RETURN t;
     END IF;
     IF r.tpm IS NOT NULL AND tokens > r.tpm THEN
@@ -105,7 +113,7 @@ END $$;
 -- +goose StatementEnd
 
 -- +goose Down
-DROP FUNCTION gb_take_capacity(text, int);
+DROP FUNCTION gb_take_capacity(text, int, boolean);
 DROP TABLE gb_rate_limits;
 DROP INDEX gb_model_calls_open_idx;
 DELETE FROM gb_model_calls WHERE status = 'queued';
