@@ -211,12 +211,12 @@ func runDev(ctx context.Context, addr string, riverUI bool, messages string, out
 func workerCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:     "worker",
-		Short:   "Run a worker only (steps of the queue; no API)",
+		Short:   "Run a worker only (steps of the queue; no API); waits for Postgres at start",
 		Example: "  gb worker",
 		Args:    args(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger := newLogger(os.Stderr)
-			s, err := startStack(cmd.Context(), logger, messengerPostgres)
+			s, err := startWorkerStack(cmd.Context(), logger, newWaitLogger(os.Stderr))
 			if err != nil {
 				return err
 			}

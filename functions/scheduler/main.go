@@ -27,7 +27,19 @@ func main() {
 		fatal(err)
 	}
 	h := &schedule.Handler{Agent: agent, Logger: rt.Logger}
-	lambda.StartHandlerFunc(gbaws.Wrap(rt, h.Handle), lambda.WithEnableSIGTERM(rt.Close))
+	// The raw payload goes to the handler as it came: an event that is
+	// empty or not JSON is refused there, not failed (and retried) by the
+	// runtime library's decoding.
+	lambda.StartWithOptions(rawHandler(gbaws.Wrap(rt, h.Invoke)), lambda.WithEnableSIGTERM(rt.Close))
+}
+
+// rawHandler is a function that takes and returns an invocation's payload
+// as bytes: a lambda.Handler.
+type rawHandler func(context.Context, []byte) ([]byte, error)
+
+// Invoke implements lambda.Handler.
+func (f rawHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return f(ctx, payload)
 }
 
 func fatal(err error) {

@@ -16,8 +16,9 @@ func TestMain(m *testing.M) { lambdatest.Main(m) }
 
 // TestSchedulerUnderEmulator runs the scheduler bootstrap under
 // aws-lambda-rie: a schedule's event starts a research, the same event
-// delivered again starts none, and a bad event fails with an error naming
-// the field.
+// delivered again starts none, nor does one naming the same instant in
+// another way, and an event that can never succeed is acknowledged at
+// once with what is wrong.
 func TestSchedulerUnderEmulator(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -28,13 +29,13 @@ func TestSchedulerUnderEmulator(t *testing.T) {
 		"AWS_LAMBDA_LOG_FORMAT":       "JSON",
 		"AWS_LAMBDA_LOG_LEVEL":        "INFO",
 	})
-	event := lambdatest.Event(t, "testdata/scheduled.json", map[string]string{"USER": seed.User})
+	vars := map[string]string{"USER": seed.User}
 
-	deliver := func(t *testing.T) schedule.Result {
+	deliver := func(t *testing.T, fixture string) schedule.Result {
 		t.Helper()
-		inv := fn.Invoke(t, event)
+		inv := fn.Invoke(t, lambdatest.Event(t, "testdata/"+fixture, vars))
 		if inv.FunctionError != "" {
-			t.Fatalf("delivery failed: %s", inv.Body)
+			t.Fatalf("delivery of %s failed: %s", fixture, inv.Body)
 		}
 		var res schedule.Result
 		if err := json.Unmarshal(inv.Body, &res); err != nil {
@@ -42,13 +43,16 @@ func TestSchedulerUnderEmulator(t *testing.T) {
 		}
 		return res
 	}
-	first := deliver(t)
+	first := deliver(t, "scheduled.json")
 	if !first.Created || first.RunID == 0 {
 		t.Fatalf("first delivery: %+v", first)
 	}
-	again := deliver(t)
-	if again.Created || again.RunID != first.RunID {
-		t.Fatalf("repeated delivery: %+v, want run %d not created", again, first.RunID)
+	// The same delivery again, and the same instant as +00:00 and as
+	// 07:00:00.000+01:00.
+	for _, fixture := range []string{"scheduled.json", "scheduled-offset.json", "scheduled-fraction.json"} {
+		if again := deliver(t, fixture); again.Created || again.RunID != first.RunID {
+			t.Fatalf("%s: %+v, want run %d not created", fixture, again, first.RunID)
+		}
 	}
 	var runs int
 	var key string
@@ -60,22 +64,50 @@ func TestSchedulerUnderEmulator(t *testing.T) {
 		t.Fatalf("%d runs with key %q", runs, key)
 	}
 
-	// An invalid event is acknowledged (no function error, so Lambda does
-	// not retry it) with the field at fault, in the result and in one
-	// error log line.
-	for fixture, field := range map[string]string{"unknown-field.json": "topc", "unknown-user.json": "user"} {
-		before := strings.Count(fn.Logs(), `"field":"`+field+`"`)
-		inv := fn.Invoke(t, lambdatest.Event(t, "testdata/"+fixture, map[string]string{"USER": seed.User}))
+	// What can never succeed is acknowledged (no function error, so Lambda
+	// does not retry it) with what is wrong, in the result and in one
+	// warning.
+	huge := strings.Replace(string(lambdatest.Event(t, "testdata/scheduled.json", vars)),
+		"arn:aws:scheduler:", "arn:"+strings.Repeat("x", 1<<20), 1)
+	deep := `{"user":"` + seed.User + `","topic":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`
+	for _, tc := range []struct {
+		name        string
+		event       []byte
+		field, says string
+	}{
+		{"unknown field", lambdatest.Event(t, "testdata/unknown-field.json", vars), "topc", "not a field"},
+		{"unknown user", lambdatest.Event(t, "testdata/unknown-user.json", vars), "user", "no user named"},
+		{"invalid value", lambdatest.Event(t, "testdata/invalid-value.json", vars), "max_steps", "between 1 and 40"},
+		{"empty", lambdatest.Event(t, "testdata/empty.json", vars), "", "the event is empty"},
+		{"truncated", lambdatest.Event(t, "testdata/truncated.json", vars), "", "truncated"},
+		{"nested too deep", []byte(deep), "", "levels deep"},
+		{"schedule of a megabyte", []byte(huge), "schedule", "at most 2048 characters"},
+	} {
+		before := refusals(fn.Logs())
+		inv := fn.Invoke(t, tc.event)
 		var res schedule.Result
 		if err := json.Unmarshal(inv.Body, &res); err != nil || inv.FunctionError != "" ||
-			res.Invalid == nil || res.Invalid.Field != field || res.RunID != 0 {
-			t.Fatalf("%s: want it acknowledged as invalid on %s, got %q %s", fixture, field, inv.FunctionError, inv.Body)
+			res.Invalid == nil || res.Invalid.Field != tc.field || !strings.Contains(res.Invalid.Message, tc.says) || res.RunID != 0 {
+			t.Fatalf("%s: want it acknowledged as invalid on %q saying %q, got %q %.300s", tc.name, tc.field, tc.says, inv.FunctionError, inv.Body)
 		}
-		waitFor(t, fn, func(logs string) bool { return strings.Count(logs, `"field":"`+field+`"`) == before+1 })
+		waitFor(t, fn, func(logs string) bool { return refusals(logs) == before+1 })
 	}
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM gb_agent_research_runs").Scan(&runs); err != nil || runs != 1 {
 		t.Fatalf("%d runs after the invalid events (%v), want 1", runs, err)
 	}
+	if strings.Contains(fn.Logs(), `"level":"ERROR"`) {
+		t.Fatalf("a refused event was logged as an error:\n%s", fn.Logs())
+	}
+}
+
+// refusals counts the warnings of refused events in the logs.
+func refusals(logs string) (n int) {
+	for line := range strings.Lines(logs) {
+		if strings.Contains(line, `"level":"WARN"`) && strings.Contains(line, "scheduled research refused") {
+			n++
+		}
+	}
+	return n
 }
 
 // TestSchedulerRetriesWhenTheDatabaseIsDown runs the scheduler bootstrap

@@ -2,12 +2,19 @@
 // a kick from another worker, or the every-minute sweep) maintains River's
 // queue, works step jobs until none is left or its deadline is near, and
 // stops cleanly (see functions/worker/work).
+//
+// When the database cannot be reached at cold start, the execution
+// environment does not exit: each invocation tries to set up again, and
+// until one succeeds answers a clear error within its deadline (see
+// starter).
 package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -17,25 +24,57 @@ import (
 	"github.com/gbresearch/gb/messenger"
 )
 
+// coldStartTimeout bounds the set-up at cold start, well within the 10 s
+// Lambda allows an init phase: a database that does not answer by then is
+// tried again by the first invocation.
+const coldStartTimeout = 5 * time.Second
+
 func main() {
-	ctx := context.Background()
+	s := &starter{build: build}
+	ctx, cancel := context.WithTimeout(context.Background(), coldStartTimeout)
+	err := s.start(ctx)
+	cancel()
+	switch {
+	case err == nil:
+	case databaseDown(err):
+		s.startupLogger().Warn("database unreachable at cold start; each invocation tries again", "err", err)
+	default:
+		fatal(err)
+	}
+	lambda.StartHandlerFunc(s.Handle, lambda.WithEnableSIGTERM(s.close))
+}
+
+// build sets up the runtime (settings, secrets, the pool, which reaches
+// the database) and the worker. Its errors after the runtime exists close
+// the runtime.
+func build(ctx context.Context) (*gbaws.Runtime, *work.Worker, error) {
 	// A direct connection (no proxy) with GB_DB_POOL connections; the pool
 	// is closed between invocations.
 	rt, err := gbaws.Setup(ctx, gbaws.SetupParams{AppName: "gb-worker", Working: true, ModelKey: true})
 	if err != nil {
-		fatal(err)
+		return nil, nil, err
 	}
+	w, err := newWorker(rt)
+	if err != nil {
+		rt.Close()
+		return nil, nil, err
+	}
+	return rt, w, nil
+}
+
+// newWorker builds the agent and the worker on a runtime.
+func newWorker(rt *gbaws.Runtime) (*work.Worker, error) {
 	model, err := rt.Model()
 	if err != nil {
-		fatal(err)
+		return nil, err
 	}
 	models, err := rt.Config.NewModels(rt.Logger)
 	if err != nil {
-		fatal(err)
+		return nil, err
 	}
 	searcher, fetcher, err := rt.Config.NewWeb(rt.Logger)
 	if err != nil {
-		fatal(err)
+		return nil, err
 	}
 	cfg := rt.Config.Agent() // MaxWorkers is GB_MAX_WORKERS
 	// The message listener's one LISTEN connection lives only during an
@@ -45,14 +84,16 @@ func main() {
 	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: model, Messenger: msgr, Logger: rt.Logger, Config: cfg,
 		Search: searcher, Fetch: fetcher, Types: rt.Config.Types, Models: models, Work: true})
 	if err != nil {
-		fatal(err)
+		return nil, err
 	}
-	w, err := work.New(work.Deps{Agent: agent, Pool: rt.Pool, Logger: rt.Logger, Kick: rt.Kick(),
+	return work.New(work.Deps{Agent: agent, Pool: rt.Pool, Logger: rt.Logger, Kick: rt.Kick(),
 		Listener: listener, Config: work.Config{StepTimeout: cfg.StepTimeout}})
-	if err != nil {
-		fatal(err)
-	}
-	lambda.StartHandlerFunc(gbaws.Wrap(rt, w.Handle), lambda.WithEnableSIGTERM(rt.Close))
+}
+
+// databaseDown reports whether a set-up failed because the database could
+// not be reached (in time), which a later invocation may find otherwise.
+func databaseDown(err error) bool {
+	return jobs.DatabaseUnavailable(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func fatal(err error) {

@@ -7,18 +7,14 @@
 package schedule
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
-	"time"
-	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gbresearch/gb/jobs"
 )
@@ -43,7 +39,8 @@ type Input struct {
 	MaxTokens int64 `json:"max_tokens"`
 	// Schedule identifies the schedule (its ARN).
 	Schedule string `json:"schedule"`
-	// ScheduledTime is the time this delivery is for, RFC 3339. A retried
+	// ScheduledTime is the time this delivery is for, RFC 3339; Decode
+	// writes it in UTC with no trailing fractional zeros. A retried
 	// delivery carries the same time, which makes the start idempotent.
 	ScheduledTime string `json:"scheduled_time"`
 }
@@ -90,96 +87,9 @@ func (e *InputError) Error() string {
 	return e.Field + ": " + e.Msg
 }
 
-// Decode reads an Input strictly: valid UTF-8, one JSON object, no unknown
-// field (names match exactly, not case-insensitively), each field of its
-// type, and the required ones present.
-func Decode(raw []byte) (Input, error) {
-	var in Input
-	if !utf8.Valid(raw) {
-		return in, &InputError{Msg: "the event is not valid UTF-8"}
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return in, decodeError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return in, &InputError{Msg: "the event has data after its JSON object"}
-	}
-	if err := checkKeys(raw); err != nil {
-		return in, err
-	}
-	in.User = strings.TrimSpace(in.User)
-	return in, in.check()
-}
-
-// decodeError explains an error of json.Decoder.Decode.
-func decodeError(err error) *InputError {
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &te) && te.Field == "":
-		return &InputError{Msg: "the event is not a JSON object but a JSON " + te.Value}
-	case errors.As(err, &te):
-		return &InputError{Field: te.Field, Msg: fmt.Sprintf("must be a JSON %s, not %s", jsonKind(te.Type.Kind().String()), te.Value)}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &InputError{Field: f, Msg: "is not a field of a scheduled research; allowed: " + allowedFields}
-	default:
-		return &InputError{Msg: "the event is not a JSON object: " + err.Error()}
-	}
-}
-
-// checkKeys refuses a key that matched a field only case-insensitively, as
-// encoding/json allows: {"TOPIC": ...} is not the topic.
-func checkKeys(raw []byte) error {
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &keys); err != nil {
-		return &InputError{Msg: "the event is not a JSON object: " + err.Error()}
-	}
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		if !slices.Contains(fields, k) {
-			return &InputError{Field: k, Msg: "is not a field of a scheduled research (names are case-sensitive); allowed: " + allowedFields}
-		}
-	}
-	return nil
-}
-
-// check refuses missing, malformed and NUL-holding fields (a NUL would fail
-// every query, as if worth a retry).
-func (in Input) check() error {
-	switch {
-	case in.User == "":
-		return &InputError{Field: "user", Msg: "is required: the name of the user who owns the research"}
-	case in.Schedule == "":
-		return &InputError{Field: "schedule", Msg: "is required: the schedule's ARN, <aws.scheduler.schedule-arn> in the schedule's Input"}
-	case in.ScheduledTime == "":
-		return &InputError{Field: "scheduled_time", Msg: "is required: <aws.scheduler.scheduled-time> in the schedule's Input"}
-	case strings.ContainsRune(in.User, 0):
-		return &InputError{Field: "user", Msg: "must not contain NUL characters"}
-	case strings.ContainsRune(in.Schedule, 0):
-		return &InputError{Field: "schedule", Msg: "must not contain NUL characters"}
-	case in.MaxSteps != nil && *in.MaxSteps == 0:
-		return &InputError{Field: "max_steps", Msg: fmt.Sprintf("must be between 1 and %d (got 0); leave it out for the default %d",
-			jobs.MaxMaxSteps, jobs.DefaultMaxSteps)}
-	}
-	if _, err := time.Parse(time.RFC3339, in.ScheduledTime); err != nil {
-		return &InputError{Field: "scheduled_time", Msg: fmt.Sprintf("%q is not an RFC 3339 time like 2026-01-02T15:04:05Z", in.ScheduledTime)}
-	}
-	return nil
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "string"
-	case "int", "int64", "float64":
-		return "number"
-	}
-	return goKind
-}
-
 // Key is the idempotency key of a delivery: the user, the schedule and the
-// time it is for.
+// time it is for, as Decode normalized it (so one instant makes one key
+// however it was written).
 func (in Input) Key() string { return in.User + "/" + in.Schedule + "@" + in.ScheduledTime }
 
 // Handler starts scheduled researches.
@@ -192,12 +102,13 @@ type Handler struct {
 
 // Handle starts the research an event asks for. A repeated delivery of the
 // same scheduled time returns the run it started the first time, with
-// Created false. An event that can never succeed is logged with the field
-// at fault and acknowledged: Handle returns its Result.Invalid and no
-// error, since EventBridge Scheduler invokes asynchronously and Lambda
-// would retry an error to no avail. Any error it returns is worth a retry
-// (the database unreachable, for one); what fails every attempt goes to
-// the function's on-failure destination.
+// Created false. An event that can never succeed is refused at once: it
+// is logged at WARN with the field at fault and acknowledged (Handle
+// returns its Result.Invalid and no error), since EventBridge Scheduler
+// invokes asynchronously and Lambda would retry an error to no avail.
+// Any error it returns is worth a retry (the database unreachable, for
+// one); what fails every attempt goes to the function's on-failure
+// destination.
 func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, error) {
 	logger := h.Logger
 	if logger == nil {
@@ -207,7 +118,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie):
-		logger.ErrorContext(ctx, "invalid scheduled research; acknowledged, not retried", "field", ie.Field, "err", err)
+		logger.WarnContext(ctx, "scheduled research refused; acknowledged, not retried", "field", ie.Field, "err", err)
 		return Result{Invalid: &Invalid{Field: ie.Field, Message: ie.Error()}}, nil
 	case err != nil:
 		logger.ErrorContext(ctx, "could not start scheduled research; Lambda retries it", "err", err)
@@ -215,6 +126,23 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 		logger.InfoContext(ctx, "scheduled research", "run_id", res.RunID, "created", res.Created)
 	}
 	return res, err
+}
+
+// Invoke is Handle on the raw payload of an invocation, with the Result
+// as JSON: the signature of aws-lambda-go's lambda.Handler. Unlike a typed
+// handler, which the runtime library decodes the payload for (and fails,
+// to be retried, when it is empty or not JSON), it hands every payload to
+// Handle, so that Handle refuses what can never succeed.
+func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	res, err := h.Handle(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("error encoding the result: %w", err)
+	}
+	return b, nil
 }
 
 func (h *Handler) start(ctx context.Context, raw json.RawMessage) (Result, error) {
@@ -229,7 +157,7 @@ func (h *Handler) start(ctx context.Context, raw json.RawMessage) (Result, error
 		if errors.Unwrap(err) == nil {
 			return Result{}, &InputError{Field: "user", Msg: err.Error()}
 		}
-		return Result{}, err
+		return Result{}, refusedValue(err)
 	}
 	p := jobs.StartParams{UserID: userID, Topic: in.Topic, Dataset: in.Dataset,
 		MaxCostUSD: in.MaxCostUSD, MaxTokens: in.MaxTokens, ScheduleKey: in.Key()}
@@ -242,7 +170,21 @@ func (h *Handler) start(ctx context.Context, raw json.RawMessage) (Result, error
 		return Result{}, &InputError{Field: fe.Field, Msg: fe.Msg}
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("error starting scheduled research: %w", err)
+		return Result{}, refusedValue(fmt.Errorf("error starting scheduled research: %w", err))
 	}
 	return Result{RunID: run.ID, Created: created}, nil
+}
+
+// refusedValue turns an error of Postgres that the same values would
+// meet at every attempt (SQLSTATE class 22, data exception, or 54,
+// program limit exceeded, such as an index row too large) into an
+// InputError; other errors are returned as they are. Decode's limits
+// should keep such values out; this keeps one that slips through from
+// being retried to no avail.
+func refusedValue(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54")) {
+		return &InputError{Msg: fmt.Sprintf("the database refused the event's values (SQLSTATE %s): %s", pgErr.Code, pgErr.Message)}
+	}
+	return err
 }
