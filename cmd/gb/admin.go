@@ -46,33 +46,6 @@ func migrateCmd() *cobra.Command {
 	}
 }
 
-func keysCmd() *cobra.Command {
-	var user string
-	create := &cobra.Command{
-		Use:     "create --user NAME",
-		Short:   "Create an API key for a user (DATABASE_URL); it is printed once",
-		Example: "  export GB_API_KEY=$(gb keys create --user alice)",
-		Args:    args(0, 0, "no arguments (the user is --user NAME)"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			pool, err := openDB(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			key, err := jobs.CreateKey(cmd.Context(), pool, user)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", key)
-			fmt.Fprintf(cmd.ErrOrStderr(), "API key for %s printed above; it is shown once and stored only as a hash.\n", user)
-			return nil
-		},
-	}
-	create.Flags().StringVar(&user, "user", "", "the user who owns the key (required)")
-	_ = create.MarkFlagRequired("user")
-	return group("keys", "Manage API keys (DATABASE_URL)", "  gb keys create --user alice", create)
-}
-
 func usersCmd() *cobra.Command {
 	var maxSubagents string
 	set := &cobra.Command{

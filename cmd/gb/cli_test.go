@@ -72,7 +72,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{[]string{"research", "get", "1", "2"}, "takes one run ID"},
 		{[]string{"research", "list", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"research", "list", "--limit", "ten"}, "invalid argument"},
-		{[]string{"keys", "create"}, `"user" not set`},
+		{[]string{"keys", "revoke"}, "takes one key ID"},
 		{[]string{"kb", "load", "godoc"}, "a DATASET and at least one PATH"},
 		{[]string{"dev", "--river-ui", "--addr", "0.0.0.0:8080"}, "needs a loopback --addr"},
 	} {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,8 +38,9 @@ type Route struct {
 	Path   string
 }
 
-// Routes lists every route of the API, in the path syntax of API Gateway
-// ({id} parameters), so deployment descriptors can be checked against it.
+// Routes lists the research routes of the API, in the path syntax of API
+// Gateway ({id} parameters), so deployment descriptors can be checked
+// against it. KeyRoutes and PublicRoutes are the API's other routes.
 var Routes = []Route{
 	{"POST", "/v1/gb/research"},
 	{"GET", "/v1/gb/research"},
@@ -102,13 +104,16 @@ func New(d Deps) http.Handler {
 		{"GET", "/v1/gb/research/{id}/messages"}:  a.messages,
 		{"POST", "/v1/gb/research/{id}/messages"}: a.sendMessage,
 		{"GET", "/v1/gb/research/{id}/sources"}:   a.sources,
+		{"GET", "/v1/gb/keys"}:                    a.listKeys,
+		{"POST", "/v1/gb/keys"}:                   a.createKey,
+		{"DELETE", "/v1/gb/keys/{id}"}:            a.revokeKey,
 	}
 	public := map[Route]http.HandlerFunc{
 		{"GET", "/v1/gb/openapi.json"}: serveOpenAPI,
 		{"GET", "/healthz"}:            health,
 	}
 	mux := http.NewServeMux()
-	for _, r := range Routes {
+	for _, r := range slices.Concat(Routes, KeyRoutes) {
 		mux.Handle(r.Method+" "+r.Path, a.auth(handlers[r]))
 	}
 	for _, r := range PublicRoutes {
@@ -127,7 +132,8 @@ func New(d Deps) http.Handler {
 
 type userKey struct{}
 
-// auth resolves the bearer key to a user, or answers 401.
+// auth resolves the bearer key to a user, or answers 401, saying when the
+// key is known but was revoked or has expired.
 func (a *api) auth(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := bearerKey(r.Header.Get("Authorization"))
@@ -137,7 +143,7 @@ func (a *api) auth(next http.HandlerFunc) http.Handler {
 		}
 		uid, err := jobs.Authenticate(r.Context(), a.Agent.Pool(), key)
 		if errors.Is(err, jobs.ErrBadKey) {
-			writeError(w, http.StatusUnauthorized, "unauthorized", "", "invalid API key")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "", keyRefusal(err))
 			return
 		}
 		if err != nil {
