@@ -13,7 +13,7 @@ func newRootCmd() *cobra.Command {
 		Long: `gb: research agents on Postgres.
 
 The research commands talk to GB_API_URL (default http://127.0.0.1:8080) with
-GB_API_KEY; migrate, keys and kb use DATABASE_URL.
+GB_API_KEY; migrate, kb and keys --user use DATABASE_URL.
 
 Exit codes: 0 success, 1 error, 2 usage error, 4 not authenticated,
 130 interrupted.`,
