@@ -99,6 +99,9 @@ type Config struct {
 	// it runs no maintenance pass and takes no part in River's leader
 	// election (a benchmark beside live workers).
 	Guest bool
+	// WebhookRetryBase is the delay after a webhook delivery's first
+	// failed attempt, doubled after each (WebhookRetryBaseDefault).
+	WebhookRetryBase time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -114,6 +117,7 @@ func (c Config) withDefaults() Config {
 	c.FetchCacheAge = cmp.Or(c.FetchCacheAge, FetchCacheAgeDefault)
 	c.MaxReportChars = cmp.Or(c.MaxReportChars, MaxReportCharsDefault)
 	c.Queue = cmp.Or(c.Queue, river.QueueDefault)
+	c.WebhookRetryBase = cmp.Or(c.WebhookRetryBase, WebhookRetryBaseDefault)
 	return c
 }
 
@@ -152,6 +156,7 @@ type Agent struct {
 	fault     func(point string)
 	search    Searcher
 	fetch     Fetcher
+	webhooks  WebhookSender
 	types     *Types
 	models    []llm.Model // the models a sub-agent may be given, the default first
 	river     *river.Client[pgx.Tx]
@@ -207,6 +212,10 @@ type Deps struct {
 	// web_search and fetch.
 	Search Searcher
 	Fetch  Fetcher
+	// Webhooks posts the webhooks of ended researches and checks their
+	// URLs; without it a URL's form alone is checked, and this process's
+	// delivery attempts fail (to be retried by one that has it).
+	Webhooks WebhookSender
 	// Models are the models spawn_subagent may give a sub-agent, by name
 	// (the allow-list; Model is the default and is added first when
 	// missing). Empty means Model only.
@@ -229,12 +238,13 @@ func New(d Deps) (*Agent, error) {
 		return nil, fmt.Errorf("invalid agent config: %w", err)
 	}
 	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer, fault: d.Fault,
-		search: d.Search, fetch: d.Fetch, rate: newLimiter(cfg.RateLimits), deadlines: newDeadlines(),
+		search: d.Search, fetch: d.Fetch, webhooks: d.Webhooks, rate: newLimiter(cfg.RateLimits), deadlines: newDeadlines(),
 		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})
 	river.AddWorker(workers, &timeoutWorker{agent: a})
 	addWakeWorker(workers, a)
+	river.AddWorker(workers, &webhookWorker{agent: a})
 	a.models = []llm.Model{d.Model}
 	for _, m := range d.Models {
 		if a.modelNamed(m.Name()) == nil {

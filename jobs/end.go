@@ -12,7 +12,8 @@ import (
 // root lock: its working descendants end first (failed, cancelled), their
 // jobs are cancelled (a running one has its context cancelled, so that its
 // model call stops) and their inboxes closed, then the run itself ends the
-// same way, and a parent parked on it may resume. self is the job of the
+// same way (a root's webhook delivery inserted with it), and a parent
+// parked on it may resume. self is the job of the
 // step that ends its own run, which completes itself; 0 when another ends
 // it.
 func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64) error {
@@ -41,6 +42,10 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 	b.Queue(addEventSQL, ev...)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error ending run %d: %w", run.ID, err)
+	}
+	// A root's webhook is inserted with its end, once (webhook_enqueue.go).
+	if err := a.enqueueEndWebhook(ctx, tx, run, status, errText); err != nil {
+		return err
 	}
 	if err := a.closeInbox(ctx, tx, run.ID); err != nil {
 		return err

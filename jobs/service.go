@@ -52,6 +52,9 @@ type StartParams struct {
 	// ScheduleKey makes the start idempotent: a second start with the same
 	// key returns the first run instead of creating one.
 	ScheduleKey string
+	// WebhookURL is notified when the research ends (webhook.go); ""
+	// means the user's default, if any.
+	WebhookURL string
 }
 
 // Validate checks the inputs and fills the defaults. Every edge that starts
@@ -93,7 +96,7 @@ func (p *StartParams) Validate() error {
 	if p.MaxTokens < 0 {
 		return &FieldError{"max_tokens", "must be 0 (no budget) or more"}
 	}
-	return nil
+	return ValidateWebhookURL("webhook_url", p.WebhookURL)
 }
 
 // StartResearch validates p and, in one transaction with the user's row
@@ -112,9 +115,14 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 	if err := a.checkBudget(p); err != nil {
 		return nil, false, err
 	}
+	if err := a.checkWebhookURL(ctx, "webhook_url", p.WebhookURL); err != nil {
+		return nil, false, err
+	}
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		var userLimit *int
-		if err := tx.QueryRow(ctx, "SELECT max_subagents FROM gb_users WHERE id = $1 FOR NO KEY UPDATE", p.UserID).Scan(&userLimit); err != nil {
+		var userWebhook *string
+		if err := tx.QueryRow(ctx, "SELECT max_subagents, webhook_url FROM gb_users WHERE id = $1 FOR NO KEY UPDATE",
+			p.UserID).Scan(&userLimit, &userWebhook); err != nil {
 			return fmt.Errorf("error locking user: %w", err)
 		}
 		if p.ScheduleKey != "" {
@@ -146,12 +154,15 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		// root_id is left out: the gb_runs_root_default trigger sets it to
 		// the new id, so this statement calls no sequence function (which
 		// would pin an RDS Proxy session).
+		if p.WebhookURL == "" && userWebhook != nil {
+			p.WebhookURL = *userWebhook
+		}
 		run, err = scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
-				max_cost_usd, max_tokens, schedule_key, max_subagents)
-			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''), $9)
+				max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url)
+			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''), $9, nullif($10, ''))
 			RETURNING `+runColumns,
 			p.UserID, p.Topic, a.model.Name(), p.Dataset, p.MaxSteps, p.MaxCostUSD, p.MaxTokens, p.ScheduleKey,
-			a.subagentLimit(userLimit)))
+			a.subagentLimit(userLimit), p.WebhookURL))
 		if err != nil {
 			return fmt.Errorf("error inserting research: %w", err)
 		}

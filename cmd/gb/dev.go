@@ -97,7 +97,8 @@ func startStack(ctx context.Context, logger *slog.Logger, messages string) (*sta
 	}
 	// cfg.Agent() runs GB_MAX_WORKERS step jobs at once.
 	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(),
-		Fault: fault, Search: searcher, Fetch: fetcher, Types: cfg.Types, Models: models, Work: true})
+		Fault: fault, Search: searcher, Fetch: fetcher, Webhooks: cfg.NewWebhookSender(logger), Types: cfg.Types,
+		Models: models, Work: true})
 	if err == nil {
 		err = agent.Start(ctx)
 	}

@@ -30,8 +30,9 @@ func main() {
 	// The API sends the owner's messages but never waits for one: its
 	// messenger has no listener.
 	msgr := messenger.NewPostgres(rt.Pool, nil, messenger.PostgresConfig{})
+	// Its webhook sender only checks the webhook URLs of requests.
 	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: rt.RecordingModel(), Messenger: msgr, Logger: rt.Logger,
-		Config: rt.Config.Agent()})
+		Config: rt.Config.Agent(), Webhooks: rt.Config.NewWebhookSender(rt.Logger)})
 	if err != nil {
 		fatal(err)
 	}

@@ -82,7 +82,8 @@ func newWorker(rt *gbaws.Runtime) (*work.Worker, error) {
 	listener := messenger.NewListener(rt.Pool, rt.Logger)
 	msgr := messenger.NewPostgres(rt.Pool, listener, messenger.PostgresConfig{})
 	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: model, Messenger: msgr, Logger: rt.Logger, Config: cfg,
-		Search: searcher, Fetch: fetcher, Types: rt.Config.Types, Models: models, Work: true})
+		Search: searcher, Fetch: fetcher, Webhooks: rt.Config.NewWebhookSender(rt.Logger), Types: rt.Config.Types,
+		Models: models, Work: true})
 	if err != nil {
 		return nil, err
 	}

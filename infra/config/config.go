@@ -377,6 +377,12 @@ func (c Config) NewWeb(logger *slog.Logger) (jobs.Searcher, jobs.Fetcher, error)
 	return s, fetch.New(fetch.Config{Allow: c.FetchAllow, Ports: c.FetchPorts, Logger: logger}), nil
 }
 
+// NewWebhookSender returns the sender of webhook deliveries, through the
+// same guard and allow-list (GB_FETCH_ALLOW, GB_FETCH_PORTS) as fetch.
+func (c Config) NewWebhookSender(logger *slog.Logger) jobs.WebhookSender {
+	return fetch.NewWebhookClient(fetch.Config{Allow: c.FetchAllow, Ports: c.FetchPorts, Logger: logger})
+}
+
 // NewModels returns the models a sub-agent may be given (GB_MODELS), on
 // the same endpoint as the default; empty without GB_MODELS.
 func (c Config) NewModels(logger *slog.Logger) ([]llm.Model, error) {

@@ -13,6 +13,10 @@
 // development) lets chosen addresses through; it is off by default and
 // logged as a warning when on.
 //
+// WebhookClient posts the webhooks of ended researches (jobs.WebhookSender)
+// through the same guard, following no redirect; NewTransport is the
+// guarded transport both use.
+//
 // Bodies are capped (MaxBytesDefault), fetches are timed out
 // (TimeoutDefault), and only readable content types are read. HTML is
 // reduced to its main text with codeberg.org/readeck/go-readability/v2, or

@@ -86,39 +86,9 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (*Fetcher, error) 
 
 // New returns a Fetcher for cfg, logging a warning when an allow-list is on.
 func New(cfg Config) *Fetcher {
-	log := cmp.Or(cfg.Logger, slog.Default())
-	p := policy{ports: cfg.Ports, allow: cfg.Allow}
-	if len(p.ports) == 0 {
-		p.ports = []uint16{80, 443}
-	}
-	if len(p.allow) > 0 {
-		rules := make([]string, len(p.allow))
-		for i, r := range p.allow {
-			rules[i] = r.String()
-		}
-		log.Warn("fetch: the allow-list is on: pages may be fetched from these networks and ports whatever they are",
-			slog.String("var", EnvAllow), slog.String("allow", strings.Join(rules, ",")))
-	}
-	var resolver Resolver = net.DefaultResolver
-	if cfg.Resolver != nil {
-		resolver = cfg.Resolver
-	}
-	dial := cfg.Dial
-	if dial == nil {
-		dial = (&net.Dialer{Timeout: 10 * time.Second, Control: p.control}).DialContext
-	}
-	g := guardedDialer{policy: p, resolver: resolver, dial: dial}
-	transport := &http.Transport{
-		Proxy:                 nil, // a proxy would be dialled instead of the page
-		DialContext:           g.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          32,
-		IdleConnTimeout:       30 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 15 * time.Second,
-	}
+	warnAllow(cfg, "fetch: the allow-list is on: pages may be fetched from these networks and ports whatever they are")
 	return &Fetcher{
-		client:   &http.Client{Transport: transport, CheckRedirect: checkRedirect},
+		client:   &http.Client{Transport: NewTransport(cfg), CheckRedirect: checkRedirect},
 		timeout:  cmp.Or(cfg.Timeout, TimeoutDefault),
 		maxBytes: cmp.Or(cfg.MaxBytes, MaxBytesDefault),
 		agent:    cmp.Or(cfg.UserAgent, UserAgentDefault),
