@@ -20,7 +20,7 @@ import (
 
 // The JSON fields each route's body takes, exactly as spelled.
 var (
-	createFields  = []string{"topic", "max_steps", "dataset", "max_cost_usd", "max_tokens"}
+	createFields  = []string{"topic", "max_steps", "dataset", "max_cost_usd", "max_tokens", "webhook_url"}
 	messageFields = []string{"text"}
 )
 

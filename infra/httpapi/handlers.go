@@ -19,6 +19,9 @@ type createRequest struct {
 	Dataset    string  `json:"dataset"`
 	MaxCostUSD float64 `json:"max_cost_usd"`
 	MaxTokens  int64   `json:"max_tokens"`
+	// WebhookURL is notified when the research ends; "" means the user's
+	// default.
+	WebhookURL string `json:"webhook_url"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -61,7 +64,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 // default, an explicit 0 is an error (StartParams takes 0 as the default).
 func (req createRequest) params(uid int64) (jobs.StartParams, error) {
 	p := jobs.StartParams{UserID: uid, Topic: req.Topic, Dataset: req.Dataset,
-		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens}
+		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens, WebhookURL: req.WebhookURL}
 	if req.MaxSteps != nil {
 		if *req.MaxSteps == 0 {
 			return p, &jobs.FieldError{Field: "max_steps", Msg: fmt.Sprintf(

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -40,7 +41,8 @@ type Route struct {
 
 // Routes lists the research routes of the API, in the path syntax of API
 // Gateway ({id} parameters), so deployment descriptors can be checked
-// against it. KeyRoutes and PublicRoutes are the API's other routes.
+// against it. KeyRoutes, WebhookRoutes and PublicRoutes are the API's
+// other routes.
 var Routes = []Route{
 	{"POST", "/v1/gb/research"},
 	{"GET", "/v1/gb/research"},
@@ -108,12 +110,13 @@ func New(d Deps) http.Handler {
 		{"POST", "/v1/gb/keys"}:                   a.createKey,
 		{"DELETE", "/v1/gb/keys/{id}"}:            a.revokeKey,
 	}
+	maps.Copy(handlers, a.webhookHandlers())
 	public := map[Route]http.HandlerFunc{
 		{"GET", "/v1/gb/openapi.json"}: serveOpenAPI,
 		{"GET", "/healthz"}:            health,
 	}
 	mux := http.NewServeMux()
-	for _, r := range slices.Concat(Routes, KeyRoutes) {
+	for _, r := range slices.Concat(Routes, KeyRoutes, WebhookRoutes) {
 		mux.Handle(r.Method+" "+r.Path, a.auth(handlers[r]))
 	}
 	for _, r := range PublicRoutes {

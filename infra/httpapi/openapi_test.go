@@ -53,7 +53,7 @@ func TestOpenAPIDescribesEveryRouteAndOnlyThose(t *testing.T) {
 		t.Errorf("openapi is %q, want 3.1", doc.OpenAPI)
 	}
 	routed := map[string]bool{}
-	for _, r := range slices.Concat(httpapi.Routes, httpapi.KeyRoutes, httpapi.PublicRoutes) {
+	for _, r := range slices.Concat(httpapi.Routes, httpapi.KeyRoutes, httpapi.WebhookRoutes, httpapi.PublicRoutes) {
 		routed[r.Method+" "+r.Path] = true
 	}
 	described := map[string]bool{}
