@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/gbresearch/gb/functions/worker/work"
 	gbaws "github.com/gbresearch/gb/infra/aws"
 	"github.com/gbresearch/gb/infra/config"
+	"github.com/gbresearch/gb/infra/dashboard"
 	"github.com/gbresearch/gb/infra/fetch"
 	"github.com/gbresearch/gb/infra/httpapi"
 	"github.com/gbresearch/gb/infra/search"
@@ -45,6 +47,7 @@ type template struct {
 	root       string
 	Parameters map[string]any
 	Mappings   map[string]any
+	Conditions map[string]any
 	Globals    map[string]any
 	Resources  map[string]map[string]any
 }
@@ -68,6 +71,7 @@ func loadTemplate(t *testing.T) *template {
 	tpl.Globals, _ = m["Globals"].(map[string]any)
 	tpl.Parameters, _ = m["Parameters"].(map[string]any)
 	tpl.Mappings, _ = m["Mappings"].(map[string]any)
+	tpl.Conditions, _ = m["Conditions"].(map[string]any)
 	res, _ := m["Resources"].(map[string]any)
 	for name, r := range res {
 		tpl.Resources[name], _ = r.(map[string]any)
@@ -208,14 +212,148 @@ func mainPackage(dir string) error {
 	return fmt.Errorf("package main has no func main")
 }
 
+// TestTemplateRoutesMatchTheAPI: the HTTP API routes exactly what the API
+// function serves, each route once: every list of routes of httpapi
+// (Routes, KeyRoutes, PublicRoutes, and any list added later) as the
+// function's HttpApi events, and the dashboard's GatewayRoutes in the
+// API's DefinitionBody, under the ServesDashboard condition (the
+// ServeDashboard parameter).
 func TestTemplateRoutesMatchTheAPI(t *testing.T) {
 	t.Parallel()
 	tpl := loadTemplate(t)
-	want := map[string]bool{}
-	for _, r := range httpapi.Routes {
-		want[r.Method+" "+r.Path] = true
+	want := map[string]string{} // route → the condition it is under
+	for _, list := range routeLists(t, tpl.root) {
+		for _, r := range list {
+			want[r.Method+" "+r.Path] = ""
+		}
 	}
-	got := map[string]string{}
+	for _, r := range dashboard.GatewayRoutes {
+		want[r[0]+" "+r[1]] = "ServesDashboard"
+	}
+	got := tpl.gatewayRoutes(t)
+	for key, r := range got {
+		cond, ok := want[key]
+		switch {
+		case !ok:
+			t.Errorf("%s routes %s, which the API does not serve", r.source, key)
+		case r.condition != cond:
+			t.Errorf("%s routes %s under condition %q, want %q", r.source, key, r.condition, cond)
+		}
+	}
+	for key := range want {
+		if _, ok := got[key]; !ok {
+			t.Errorf("the API serves %s, which the template does not route", key)
+		}
+	}
+	if p := dig(tpl.Parameters, "ServeDashboard"); dig(p, "Default") != "true" || !sameSet(toStrings(dig(p, "AllowedValues")), []string{"true", "false"}) {
+		t.Errorf("ServeDashboard parameter %v: want true or false, true by default", p)
+	}
+	if c := tpl.Conditions["ServesDashboard"]; !jsonEqual(c, map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "ServeDashboard"}, "true"}}) {
+		t.Errorf("condition ServesDashboard is %v", c)
+	}
+}
+
+// routeLists returns httpapi's package-level []Route variables by name,
+// read from its source: the API's routes are the union of these lists, and
+// a list added to the package is then checked without naming it here. The
+// lists named here are checked against their values, which checks the
+// reading too.
+func routeLists(t *testing.T, root string) map[string][]httpapi.Route {
+	t.Helper()
+	dir := filepath.Join(root, "infra", "httpapi")
+	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := map[string][]httpapi.Route{}
+	for _, f := range pkgs["httpapi"].Files {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if i < len(vs.Values) {
+						if routes, ok := routeList(t, vs.Values[i]); ok {
+							lists[name.Name] = routes
+						}
+					}
+				}
+			}
+		}
+	}
+	for name, list := range map[string][]httpapi.Route{
+		"Routes": httpapi.Routes, "KeyRoutes": httpapi.KeyRoutes, "PublicRoutes": httpapi.PublicRoutes,
+	} {
+		if !slices.Equal(lists[name], list) {
+			t.Fatalf("read httpapi.%s as %v, but it is %v", name, lists[name], list)
+		}
+	}
+	return lists
+}
+
+// routeList reads a []Route{{"GET", "/path"}, ...} literal.
+func routeList(t *testing.T, e ast.Expr) ([]httpapi.Route, bool) {
+	t.Helper()
+	lit, ok := e.(*ast.CompositeLit)
+	if !ok {
+		return nil, false
+	}
+	arr, ok := lit.Type.(*ast.ArrayType)
+	if !ok {
+		return nil, false
+	}
+	if id, ok := arr.Elt.(*ast.Ident); !ok || id.Name != "Route" {
+		return nil, false
+	}
+	var out []httpapi.Route
+	for _, el := range lit.Elts {
+		var parts []string
+		if c, ok := el.(*ast.CompositeLit); ok {
+			for _, v := range c.Elts {
+				if kv, ok := v.(*ast.KeyValueExpr); ok {
+					v = kv.Value
+				}
+				if b, ok := v.(*ast.BasicLit); ok && b.Kind == token.STRING {
+					s, err := strconv.Unquote(b.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					parts = append(parts, s)
+				}
+			}
+		}
+		if len(parts) != 2 {
+			t.Fatalf("a route of httpapi is not two string literals: %#v", el)
+		}
+		out = append(out, httpapi.Route{Method: parts[0], Path: parts[1]})
+	}
+	return out, true
+}
+
+// gatewayRoute is where the template routes a "METHOD /path" to the API
+// function, and the condition it is routed under ("" for always).
+type gatewayRoute struct {
+	source, condition string
+}
+
+// gatewayRoutes returns the routes of the HTTP API: the HttpApi events (of
+// the API function only) and the methods of its DefinitionBody's paths,
+// each integrated with the API function and, when conditional, invokable
+// through a Lambda permission under the same condition.
+func (tpl *template) gatewayRoutes(t *testing.T) map[string]gatewayRoute {
+	t.Helper()
+	got := map[string]gatewayRoute{}
+	add := func(key string, r gatewayRoute) {
+		if prev, dup := got[key]; dup {
+			t.Errorf("%s and %s both route %s", prev.source, r.source, key)
+		}
+		got[key] = r
+	}
 	for name, fn := range tpl.functions() {
 		events, _ := dig(fn, "Properties", "Events").(map[string]any)
 		for ev, e := range events {
@@ -225,21 +363,59 @@ func TestTemplateRoutesMatchTheAPI(t *testing.T) {
 			if name != "ApiFunction" {
 				t.Errorf("%s.%s: HTTP events belong to ApiFunction", name, ev)
 			}
-			key := fmt.Sprint(dig(e, "Properties", "Method")) + " " + fmt.Sprint(dig(e, "Properties", "Path"))
-			if prev, dup := got[key]; dup {
-				t.Errorf("%s and %s both route %s", prev, ev, key)
+			if !jsonEqual(dig(e, "Properties", "ApiId"), map[string]any{"Ref": "HttpApi"}) {
+				t.Errorf("%s.%s: ApiId %v, want the HttpApi", name, ev, dig(e, "Properties", "ApiId"))
 			}
-			got[key] = ev
-			if !want[key] {
-				t.Errorf("event %s routes %s, which the API does not serve", ev, key)
-			}
+			add(fmt.Sprint(dig(e, "Properties", "Method"))+" "+fmt.Sprint(dig(e, "Properties", "Path")), gatewayRoute{source: "event " + ev})
 		}
 	}
-	for key := range want {
-		if _, ok := got[key]; !ok {
-			t.Errorf("route %s of httpapi.Routes has no HttpApi event", key)
+	invoke := map[string]any{"Fn::Sub": "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${ApiFunction.Arn}/invocations"}
+	paths, _ := dig(tpl.Resources["HttpApi"], "Properties", "DefinitionBody", "paths").(map[string]any)
+	for path, item := range paths {
+		methods, _ := item.(map[string]any)
+		for method, def := range methods {
+			key := strings.ToUpper(method) + " " + path
+			r := gatewayRoute{source: "DefinitionBody " + key}
+			if branches, ok := dig(def, "Fn::If").([]any); ok && len(branches) == 3 {
+				r.condition = fmt.Sprint(branches[0])
+				def = branches[1]
+				if !jsonEqual(branches[2], map[string]any{"Ref": "AWS::NoValue"}) {
+					t.Errorf("%s: a condition's other branch must be no route, not %v", key, branches[2])
+				}
+			}
+			integ := dig(def, "x-amazon-apigateway-integration")
+			if dig(integ, "type") != "aws_proxy" || dig(integ, "payloadFormatVersion") != "2.0" || !jsonEqual(dig(integ, "uri"), invoke) {
+				t.Errorf("%s: integration %v, want the API function's, payload 2.0", key, integ)
+			}
+			if !tpl.mayInvokeAPI(strings.ToUpper(method), path, r.condition) {
+				t.Errorf("%s: no Lambda permission (under condition %q) lets API Gateway invoke the API function for it", key, r.condition)
+			}
+			add(key, r)
 		}
 	}
+	return got
+}
+
+// pathParam matches the path parameters of a route, greedy or not.
+var pathParam = regexp.MustCompile(`\{[^}]+\}`)
+
+// mayInvokeAPI says whether an AWS::Lambda::Permission, under condition,
+// lets API Gateway invoke the API function for method and path, as SAM's
+// own permissions of HttpApi events do (any stage, parameters as *).
+func (tpl *template) mayInvokeAPI(method, path, condition string) bool {
+	arn := map[string]any{"Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*/" +
+		method + pathParam.ReplaceAllString(path, "*")}
+	for _, r := range tpl.Resources {
+		if r["Type"] != "AWS::Lambda::Permission" || fmt.Sprint(r["Condition"]) != condition && !(condition == "" && r["Condition"] == nil) {
+			continue
+		}
+		p := dig(r, "Properties")
+		if dig(p, "Action") == "lambda:InvokeFunction" && dig(p, "Principal") == "apigateway.amazonaws.com" &&
+			jsonEqual(dig(p, "FunctionName"), map[string]any{"Ref": "ApiFunction"}) && jsonEqual(dig(p, "SourceArn"), arn) {
+			return true
+		}
+	}
+	return false
 }
 
 // envConstants parses settingFiles for their Env* string constants: the
