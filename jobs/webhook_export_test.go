@@ -9,7 +9,9 @@ import (
 
 // WebhookDelayForTest is the delay after a failed delivery attempt, without
 // jitter.
-func WebhookDelayForTest(base time.Duration, attempt int) time.Duration { return webhookDelay(base, attempt) }
+func WebhookDelayForTest(base time.Duration, attempt int) time.Duration {
+	return webhookDelay(base, attempt)
+}
 
 // ClassifyAttemptForTest is the outcome of an attempt that got code or err.
 func ClassifyAttemptForTest(code int, err error, last bool) string {

@@ -337,9 +337,9 @@ func TestWebhookForbiddenAddressRefused(t *testing.T) {
 	uid := webhookUser(t, pool, "alice")
 	guarded := webhookAgent(t, pool, fetch.NewWebhookClient(fetch.Config{}), false)
 	for url, why := range map[string]string{
-		rcv.srv.URL + "/hook":                       "loopback",
+		rcv.srv.URL + "/hook":                      "loopback",
 		"http://169.254.169.254/latest/meta-data/": "metadata",
-		"http://10.1.2.3/hook":                      "private",
+		"http://10.1.2.3/hook":                     "private",
 	} {
 		_, _, err := guarded.StartResearch(ctx, jobs.StartParams{UserID: uid, Topic: "ok", WebhookURL: url})
 		var fe *jobs.FieldError

@@ -17,7 +17,8 @@ func researchCmd() *cobra.Command {
   gb research list --status working
   gb research tree 1 --follow`,
 		researchStartCmd(), researchListCmd(), researchGetCmd(), researchTreeCmd(), researchEventsCmd(),
-		researchMessagesCmd(), researchSourcesCmd(), researchSendCmd(), researchCancelCmd(), researchDeleteCmd())
+		researchMessagesCmd(), researchSourcesCmd(), researchWebhooksCmd(), researchSendCmd(), researchCancelCmd(),
+		researchDeleteCmd())
 }
 
 // withClient runs f with the API client of GB_API_URL and GB_API_KEY.
@@ -54,6 +55,7 @@ func researchStartCmd() *cobra.Command {
 		dataset   string
 		maxCost   float64
 		maxTokens int64
+		webhook   string
 	)
 	cmd := &cobra.Command{
 		Use:   "start TOPIC",
@@ -75,6 +77,9 @@ func researchStartCmd() *cobra.Command {
 			if maxTokens != 0 {
 				body["max_tokens"] = maxTokens
 			}
+			if webhook != "" {
+				body["webhook_url"] = webhook
+			}
 			var run jobs.Run
 			if err := c.do(ctx, "POST", "/v1/gb/research", body, &run); err != nil {
 				return err
@@ -94,6 +99,7 @@ func researchStartCmd() *cobra.Command {
 	f.StringVar(&dataset, "dataset", "", "knowledge base to research (default godoc)")
 	f.Float64Var(&maxCost, "max-cost-usd", 0, "budget of the whole tree in dollars")
 	f.Int64Var(&maxTokens, "max-tokens", 0, "budget of the whole tree in tokens")
+	f.StringVar(&webhook, "webhook-url", "", "URL to notify when the research ends (default: yours, see gb webhooks)")
 	return cmd
 }
 
