@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -120,7 +121,7 @@ type WebhookSettings struct {
 
 // GetWebhookSettings returns a user's webhook settings.
 func GetWebhookSettings(ctx context.Context, db DB, userID int64) (*WebhookSettings, error) {
-	s := &WebhookSettings{Events: WebhookEvents}
+	s := &WebhookSettings{Events: slices.Clone(WebhookEvents)}
 	err := db.QueryRow(ctx, "SELECT coalesce(webhook_url, '') FROM gb_users WHERE id = $1", userID).Scan(&s.URL)
 	if err != nil {
 		return nil, fmt.Errorf("error reading webhook settings: %w", err)
