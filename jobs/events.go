@@ -34,6 +34,12 @@ const (
 	// EventBudget: the tree's budget stopped the root's research and left
 	// it its closing report.
 	EventBudget = "budget_exhausted"
+	// EventInputRequired: a root asked its owner a question (ask_owner)
+	// and parked until an answer or its deadline.
+	EventInputRequired = "input_required"
+	// EventAnswered: a root's question was answered, by its owner or by
+	// its deadline (data "by"), and the root went on.
+	EventAnswered = "answered"
 )
 
 // Event is one entry of a tree's timeline. Seq grows with each event of

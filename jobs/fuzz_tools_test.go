@@ -30,6 +30,7 @@ var toolArgs = map[string]func() any{
 	toolFetch:         func() any { return new(fetchArgs) },
 	toolReadReport:    func() any { return new(readReportArgs) },
 	toolSendInput:     func() any { return new(sendInputArgs) },
+	toolAskOwner:      func() any { return new(askOwnerArgs) },
 	toolWaitSubagents: func() any {
 		return new(struct {
 			Names []string `json:"names"`
@@ -114,6 +115,10 @@ func overLimit(v any) string {
 		if a.WaitSeconds < 0 || a.WaitSeconds > MaxWaitSeconds {
 			return "wait out of range"
 		}
+	case *askOwnerArgs:
+		if n := runes(a.Question); n == 0 || n > MaxQuestionLen {
+			return "question out of range"
+		}
 	}
 	return ""
 }
@@ -149,6 +154,10 @@ func TestDecodeArgs(t *testing.T) {
 		{toolSendMessage, `{"to":"b\u0000","text":"hi"}`, "to must not contain NUL characters"},
 		{toolWaitSubagents, `{"names":["a","b\u0000"]}`, "names must not contain NUL characters"},
 		{toolReadMessages, `{"wait_seconds":61}`, "wait_seconds must be 0 to 60"},
+		{toolAskOwner, `{"question":"` + strings.Repeat("é", MaxQuestionLen) + `"}`, ""},
+		{toolAskOwner, `{"question":"` + strings.Repeat("é", MaxQuestionLen+1) + `"}`, "question is 2001 characters; at most 2000"},
+		{toolAskOwner, `{"question":"  "}`, "question must be 1 to 2000 characters"},
+		{toolAskOwner, `{}`, "question must be 1 to 2000 characters"},
 	}
 	for _, c := range cases {
 		_, err := parseToolArgs(c.tool, []byte(c.raw))

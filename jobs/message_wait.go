@@ -31,7 +31,8 @@ import (
 // step answers the parked call (resumeResult) with the unread messages up
 // to wait_read_to, fixed at the resume, and its commit marks them read.
 
-// MessageWakeKind is the River job kind of a message wait's deadline.
+// MessageWakeKind is the River job kind of a parked call's deadline: a
+// message wait's, or a question's to the owner (owner_wait.go).
 const MessageWakeKind = "gb_message_wake"
 
 // MessageWakeArgs are the arguments of a wake job: the run and the parked
@@ -78,8 +79,9 @@ func (w *wakeWorker) Work(ctx context.Context, job *river.Job[MessageWakeArgs]) 
 	})
 }
 
-// wakeAtDeadline resumes a reader parked on the job's call; a run that was
-// deleted, ended, resumed by a message or parked again since is left alone.
+// wakeAtDeadline resumes a run parked on the job's call, a reader or an
+// asker; a run that was deleted, ended, resumed by a message or an answer,
+// or parked again since is left alone.
 func (a *Agent) wakeAtDeadline(ctx context.Context, tx pgx.Tx, args MessageWakeArgs) error {
 	seen, err := GetRun(ctx, tx, args.RunID)
 	if errors.Is(err, ErrNotFound) {
@@ -97,12 +99,28 @@ func (a *Agent) wakeAtDeadline(ctx context.Context, tx pgx.Tx, args MessageWakeA
 			"status", run.Status)
 		return nil
 	}
+	return a.resumeAtDeadline(ctx, tx, run)
+}
+
+// resumeAtDeadline resumes a run parked on a call whose deadline has
+// passed, with its tree locked: a reader with the messages there are, an
+// asker without an answer.
+func (a *Agent) resumeAtDeadline(ctx context.Context, tx pgx.Tx, run *Run) error {
+	if run.waitsForOwner() {
+		return a.resumeAnswer(ctx, tx, run, nil, false)
+	}
 	return a.resumeMessageWait(ctx, tx, run, resumedByDeadline, false)
 }
 
-// parkedOn reports whether run is parked on the message wait of args.
+// parkedOn reports whether run is parked on the call of args.
 func parkedOn(run *Run, args MessageWakeArgs) bool {
-	return parkedForMessages(run) && run.Steps == args.Step && run.WaitCallID == args.CallID
+	return parkedWithDeadline(run) && run.Steps == args.Step && run.WaitCallID == args.CallID
+}
+
+// parkedWithDeadline reports whether run is parked on a call that its
+// deadline ends: read_messages or ask_owner.
+func parkedWithDeadline(run *Run) bool {
+	return run.Status == StatusWaiting && (run.waitsForMessages() || run.waitsForOwner())
 }
 
 // parkedForMessages reports whether run is parked on a read_messages wait.
@@ -110,7 +128,7 @@ func parkedForMessages(run *Run) bool {
 	return run.Status == StatusWaiting && run.waitsForMessages()
 }
 
-// enqueueWake schedules the wake job of a message wait at its deadline.
+// enqueueWake schedules the wake job of a parked call at its deadline.
 func (a *Agent) enqueueWake(ctx context.Context, tx pgx.Tx, args MessageWakeArgs, at time.Time) error {
 	if _, err := a.river.InsertTx(ctx, tx, args, &river.InsertOpts{ScheduledAt: at, Queue: a.config.Queue}); err != nil {
 		return fmt.Errorf("error scheduling the wake of run %d: %w", args.RunID, err)

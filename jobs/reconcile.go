@@ -31,7 +31,8 @@ var unfinishedJobSQL = `EXISTS (SELECT 1 FROM river_job j
 // reconcile repairs runs with no way forward: working or queued runs with
 // no unfinished job for longer than a step may take, parked parents whose
 // awaited sub-agents have all ended but that were not resumed, and readers
-// parked on read_messages whose wake job is gone.
+// parked on read_messages or askers parked on ask_owner whose wake job is
+// gone.
 func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	horizon := a.config.RescueStuckJobsAfter.Milliseconds()
 	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
@@ -153,7 +154,7 @@ func (a *Agent) repairRun(ctx context.Context, tx pgx.Tx, id int64, res *Maintai
 // repairResume resumes a parked parent whose awaited sub-agents all ended.
 func (a *Agent) repairResume(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
 	run, err := a.lockForRepair(ctx, tx, id, StatusWaiting)
-	if err != nil || run == nil || run.waitsForMessages() {
+	if err != nil || run == nil || run.WaitKind != waitSubagents {
 		return err
 	}
 	a.logger.WarnContext(ctx, "resuming a parked run that lost its resume", "run_id", id)
@@ -194,21 +195,23 @@ var unfinishedWakeSQL = `EXISTS (SELECT 1 FROM river_job j
 	WHERE ` + runJobSQL("j", "r.id") + ` AND (j.args->>'step')::int = r.steps AND j.args->>'call_id' = r.wait_call_id
 	  AND j.kind = '` + MessageWakeKind + `' AND j.finalized_at IS NULL)`
 
-// reconcileReaders repairs the readers parked on read_messages that have
-// no unfinished wake job (River discarded it, an operator deleted it): one
-// past its deadline resumes now, any other gets its wake job back. The
-// parking transaction inserts the wake job, so a reader without one has
-// lost it.
+// reconcileReaders repairs the runs parked on a call with a deadline
+// (readers on read_messages, askers on ask_owner) that have no unfinished
+// wake job (River discarded it, an operator deleted it): one past its
+// deadline resumes now, any other gets its wake job back. The parking
+// transaction inserts the wake job, so a parked run without one has lost
+// it.
 func (a *Agent) reconcileReaders(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
-		WHERE r.status = 'waiting' AND r.wait_kind = 'messages' AND r.wait_call_id <> '' AND NOT `+unfinishedWakeSQL+`
+		WHERE r.status = 'waiting' AND r.wait_kind IN ('messages', 'owner') AND r.wait_call_id <> ''
+		  AND NOT `+unfinishedWakeSQL+`
 		ORDER BY r.id LIMIT $1`, reconcileBatch)
 	if err != nil {
-		return fmt.Errorf("error finding parked readers with no wake job: %w", err)
+		return fmt.Errorf("error finding parked runs with no wake job: %w", err)
 	}
 	readers, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return fmt.Errorf("error finding parked readers with no wake job: %w", err)
+		return fmt.Errorf("error finding parked runs with no wake job: %w", err)
 	}
 	for _, id := range readers {
 		if err := a.repairReader(ctx, tx, id, res); err != nil {
@@ -218,9 +221,9 @@ func (a *Agent) reconcileReaders(ctx context.Context, tx pgx.Tx, res *MaintainRe
 	return nil
 }
 
-// repairReader gives a parked reader with no wake job its way forward
-// back, with its tree locked: a resume when its deadline has passed, else
-// a new wake job at the deadline.
+// repairReader gives a parked reader or asker with no wake job its way
+// forward back, with its tree locked: a resume when its deadline has
+// passed, else a new wake job at the deadline.
 func (a *Agent) repairReader(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
 	seen, err := GetRun(ctx, tx, id)
 	if errors.Is(err, ErrNotFound) {
@@ -230,7 +233,7 @@ func (a *Agent) repairReader(ctx context.Context, tx pgx.Tx, id int64, res *Main
 		return err
 	}
 	run, err := a.lockTree(ctx, tx, seen)
-	if err != nil || run == nil || !parkedForMessages(run) {
+	if err != nil || run == nil || !parkedWithDeadline(run) {
 		return err
 	}
 	var lost bool
@@ -241,22 +244,26 @@ func (a *Agent) repairReader(ctx context.Context, tx pgx.Tx, id int64, res *Main
 	if !lost {
 		return nil
 	}
+	what := "messages"
+	if run.waitsForOwner() {
+		what = "its owner's answer"
+	}
 	if run.WaitUntil != nil && time.Now().Before(*run.WaitUntil) {
-		a.logger.WarnContext(ctx, "scheduling again the lost wake job of a parked reader", "run_id", id,
-			"until", *run.WaitUntil)
+		a.logger.WarnContext(ctx, "scheduling again the lost wake job of a parked run", "run_id", id,
+			"wait_kind", run.WaitKind, "until", *run.WaitUntil)
 		args := MessageWakeArgs{RunID: id, Step: run.Steps, CallID: run.WaitCallID}
 		if err := a.enqueueWake(ctx, tx, args, *run.WaitUntil); err != nil {
 			return err
 		}
 		res.Repaired++
 		return addEvent(ctx, tx, run, EventRepaired, map[string]any{"action": "new wake job",
-			"why": "it waited for messages with no job to end its wait"})
+			"why": "it waited for " + what + " with no job to end its wait"})
 	}
-	a.logger.WarnContext(ctx, "resuming a parked reader past its deadline", "run_id", id)
-	if err := a.resumeMessageWait(ctx, tx, run, resumedByDeadline, false); err != nil {
+	a.logger.WarnContext(ctx, "resuming a parked run past its deadline", "run_id", id, "wait_kind", run.WaitKind)
+	if err := a.resumeAtDeadline(ctx, tx, run); err != nil {
 		return err
 	}
 	res.Resumed++
 	return addEvent(ctx, tx, run, EventRepaired, map[string]any{"action": "resumed",
-		"why": "its wait for messages had ended but it had no job to resume it"})
+		"why": "its wait for " + what + " had ended but it had no job to resume it"})
 }

@@ -31,9 +31,12 @@ const (
 	StateSpawning  = "spawning"
 	StateWaiting   = "waiting"
 	StateMessaging = "messaging"
-	StateDone      = "done"
-	StateFailed    = "failed"
-	StateTimedOut  = "timed_out"
+	// StateInputRequired: a root parked on ask_owner, waiting for its
+	// owner's answer.
+	StateInputRequired = "input_required"
+	StateDone          = "done"
+	StateFailed        = "failed"
+	StateTimedOut      = "timed_out"
 )
 
 // ErrNotFound is returned for a run that does not exist or that the caller
@@ -90,9 +93,21 @@ type Run struct {
 	WaitKind   string     `json:"-"`
 	WaitUntil  *time.Time `json:"-"`
 	WaitReadTo int64      `json:"-"`
-	Report     string     `json:"report"`
-	Error      string     `json:"error"`
-	CreatedAt  time.Time  `json:"created_at"`
+	// Interactive says a root may ask its owner (ask_owner), and
+	// AnswerTimeoutSeconds how long each question waits for an answer.
+	Interactive          bool `json:"interactive"`
+	AnswerTimeoutSeconds int  `json:"answer_timeout_seconds,omitempty"`
+	// Question and AnswerDeadline are the question a root parked on
+	// ask_owner waits on and when it goes on without an answer; set only
+	// while it waits (WaitsForAnswer).
+	Question       string     `json:"question,omitempty"`
+	AnswerDeadline *time.Time `json:"answer_deadline,omitempty"`
+	// answer is what resumed the run's last question: the owner's text,
+	// or nil when its deadline did.
+	answer    *string
+	Report    string    `json:"report"`
+	Error     string    `json:"error"`
+	CreatedAt time.Time `json:"created_at"`
 	// TreeStartedAt is when the run's tree started (its root's CreatedAt).
 	TreeStartedAt time.Time  `json:"-"`
 	StartedAt     *time.Time `json:"started_at"`
@@ -109,11 +124,20 @@ func (r *Run) Ended() bool {
 const (
 	waitSubagents = "subagents"
 	waitMessages  = "messages"
+	waitOwner     = "owner"
 )
 
 // waitsForMessages reports whether the run's parked call, or the call its
 // next step answers, is a read_messages wait.
 func (r *Run) waitsForMessages() bool { return r.WaitCallID != "" && r.WaitKind == waitMessages }
+
+// waitsForOwner reports whether the run's parked call, or the call its
+// next step answers, is an ask_owner question.
+func (r *Run) waitsForOwner() bool { return r.WaitCallID != "" && r.WaitKind == waitOwner }
+
+// WaitsForAnswer reports whether the run is parked on a question to its
+// owner, which an answer (Agent.Answer) or its deadline resumes.
+func (r *Run) WaitsForAnswer() bool { return r.Status == StatusWaiting && r.waitsForOwner() }
 
 // IsRoot reports whether a user started the run (it has no parent).
 func (r *Run) IsRoot() bool { return r.ParentID == nil }
@@ -122,7 +146,7 @@ const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic,
 	status, state, max_steps, steps, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
 	tokens, cost_usd::float8,
 	max_cost_usd::float8, max_tokens, max_subagents, agent_type, deadline, wait_names, wait_call_id,
-	wait_kind, wait_until, wait_read_to, report, error,
+	wait_kind, wait_until, wait_read_to, interactive, answer_timeout_s, question, answer, report, error,
 	created_at, started_at, updated_at, ended_at, tree_started_at`
 
 // runByIDSQL reads one run.
@@ -134,13 +158,21 @@ func scanRun(row pgx.Row) (*Run, error) {
 		&r.Topic, &r.Model, &r.Dataset, &r.Status, &r.State, &r.MaxSteps, &r.Steps,
 		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
 		&r.MaxSubagents, &r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID,
-		&r.WaitKind, &r.WaitUntil, &r.WaitReadTo, &r.Report, &r.Error,
-		&r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt, &r.TreeStartedAt)
+		&r.WaitKind, &r.WaitUntil, &r.WaitReadTo, &r.Interactive, &r.AnswerTimeoutSeconds, &r.Question, &r.answer,
+		&r.Report, &r.Error, &r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt, &r.TreeStartedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("error reading run: %w", err)
+	}
+	if r.WaitsForAnswer() {
+		r.AnswerDeadline = r.WaitUntil
+	} else {
+		r.Question = "" // a question shows only while it waits
+	}
+	if !r.Interactive {
+		r.AnswerTimeoutSeconds = 0
 	}
 	return &r, nil
 }

@@ -55,6 +55,11 @@ type StartParams struct {
 	// WebhookURL is notified when the research ends (webhook.go); ""
 	// means the user's default, if any.
 	WebhookURL string
+	// Interactive gives the root the tool ask_owner (owner_wait.go), and
+	// AnswerTimeoutSeconds is how long each of its questions waits for an
+	// answer (0: DefaultAnswerTimeoutSeconds).
+	Interactive          bool
+	AnswerTimeoutSeconds int
 }
 
 // Validate checks the inputs and fills the defaults. Every edge that starts
@@ -95,6 +100,9 @@ func (p *StartParams) Validate() error {
 	}
 	if p.MaxTokens < 0 {
 		return &FieldError{"max_tokens", "must be 0 (no budget) or more"}
+	}
+	if err := p.checkAsk(); err != nil {
+		return err
 	}
 	return ValidateWebhookURL("webhook_url", p.WebhookURL)
 }
@@ -158,11 +166,12 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 			p.WebhookURL = *userWebhook
 		}
 		run, err = scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
-				max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url)
-			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''), $9, nullif($10, ''))
+				max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url, interactive, answer_timeout_s)
+			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''), $9, nullif($10, ''),
+				$11, $12)
 			RETURNING `+runColumns,
 			p.UserID, p.Topic, a.model.Name(), p.Dataset, p.MaxSteps, p.MaxCostUSD, p.MaxTokens, p.ScheduleKey,
-			a.subagentLimit(userLimit), p.WebhookURL))
+			a.subagentLimit(userLimit), p.WebhookURL, p.Interactive, cmpOr(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds)))
 		if err != nil {
 			return fmt.Errorf("error inserting research: %w", err)
 		}

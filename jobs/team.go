@@ -149,18 +149,23 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 }
 
 // parkRequest is a call that must wait: a wait_subagents call for names,
-// or a read_messages call (messages) until a message or until.
+// a read_messages call (messages) until a message or until, or an
+// ask_owner call (question) until an answer or until.
 type parkRequest struct {
 	callID   string
 	names    []string
 	messages bool
+	question string
 	until    time.Time
 }
 
 // what says what the parked call waits for, for a refusal to wait twice.
 func (p *parkRequest) what() string {
-	if p.messages {
+	switch {
+	case p.messages:
 		return "read_messages"
+	case p.question != "":
+		return "ask_owner"
 	}
 	return "wait_subagents"
 }
@@ -223,6 +228,9 @@ func (a *Agent) resumeResult(ctx context.Context, db DB, run *Run) (llm.Message,
 	if run.waitsForMessages() {
 		return a.messageWaitResult(ctx, db, run)
 	}
+	if run.waitsForOwner() {
+		return answerResult(run), nil, nil
+	}
 	result, err := a.waitResult(ctx, db, run, run.WaitNames)
 	if err != nil {
 		return llm.Message{}, nil, err
@@ -242,12 +250,16 @@ func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string)
 	return formatReports(awaited, a.config.MaxReportChars), nil
 }
 
-// park makes the run wait for sub-agents, or for messages: no job, no
-// worker. The transaction that ends the last awaited sub-agent inserts its
-// next step; a message wait resumes as message_wait.go says.
+// park makes the run wait for sub-agents, for messages or for its owner's
+// answer: no job, no worker. The transaction that ends the last awaited
+// sub-agent inserts its next step; a message wait resumes as
+// message_wait.go says, a question as owner_wait.go says.
 func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
 	if p.messages {
 		return a.parkForMessages(ctx, tx, run, p)
+	}
+	if p.question != "" {
+		return a.parkForOwner(ctx, tx, run, p)
 	}
 	names := p.names
 	if names == nil {
@@ -275,13 +287,14 @@ func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) e
 // maybeResume inserts the resume job of a parked parent when every
 // sub-agent it waits for has ended. The parent's row lock and its status
 // change make it happen once, however many children end at once. A parent
-// parked on read_messages is left to its messages and its deadline.
+// parked on read_messages or ask_owner is left to its messages or its
+// owner, and its deadline.
 func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) error {
 	parent, err := lockRun(ctx, tx, parentID)
 	if err != nil {
 		return err
 	}
-	if parent.Status != StatusWaiting || parent.waitsForMessages() {
+	if parent.Status != StatusWaiting || parent.WaitKind != waitSubagents {
 		return nil
 	}
 	awaited, err := awaitedChildren(ctx, tx, parent, parent.WaitNames)

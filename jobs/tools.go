@@ -32,6 +32,7 @@ const (
 	toolFetch          = "fetch"
 	toolReadReport     = "read_report"
 	toolSendInput      = "send_input"
+	toolAskOwner       = "ask_owner"
 )
 
 // toolEnv is what a tool sees: the step's transaction and the locked run.
@@ -42,7 +43,8 @@ type toolEnv struct {
 	step  int
 	// callID is the id of the tool call being run.
 	callID string
-	// park is set by wait_subagents when the run must wait for sub-agents.
+	// park is set by the call of the step that must wait: wait_subagents,
+	// a long read_messages or ask_owner.
 	park *parkRequest
 	// events and sources are those of the step's tools, recorded with
 	// the step.
@@ -275,6 +277,9 @@ func (a *Agent) placeTools(run *Run) []string {
 	if !run.IsRoot() && a.messenger != nil {
 		names = append(names, toolListSiblings, toolSendMessage, toolReadMessages)
 	}
+	if asksOwner(run) {
+		names = append(names, toolAskOwner)
+	}
 	return names
 }
 
@@ -297,6 +302,9 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 	canSpawn := run.Depth < MaxSubagentDepth && run.MaxSubagents > 0
 	if canSpawn {
 		parts = append(parts, prompts.Spawn)
+	}
+	if asksOwner(run) {
+		parts = append(parts, prompts.AskOwner)
 	}
 	if !run.IsRoot() {
 		sub, err := prompts.Subagent(prompts.SubagentData{Name: run.Name, Reason: run.Reason, CanSpawn: canSpawn})

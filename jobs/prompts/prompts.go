@@ -28,6 +28,10 @@ var (
 	// that have them.
 	//go:embed web.md
 	Web string
+	// AskOwner says when to ask the research's owner a question, for a
+	// root that may (ask_owner).
+	//go:embed ask_owner.md
+	AskOwner string
 	// WebSearch is the system prompt of the model call a web search makes
 	// (the openai search provider's); it is not part of an agent's prompt.
 	//go:embed web_search.md

@@ -1,0 +1,218 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// This file parks a root on its ask_owner call the way wait_subagents and
+// a long read_messages park a run: status waiting, state input_required,
+// no job, no worker slot, no connection, the question on the run and a
+// wake job scheduled at its deadline. The root resumes exactly once, by
+// whichever comes first under its tree's root lock:
+//
+//   - its owner's answer (Answer), in the answer's own transaction, which
+//     cancels the wake job;
+//   - its deadline: the wake job (message_wait.go) resumes it if it is
+//     still parked on that same call, without an answer;
+//   - the maintenance pass, for an asker whose wake job is gone
+//     (reconcile.go).
+//
+// Each resume flips the root from waiting to working under the lock and
+// stores what resumed it (the answer, or NULL for the deadline), so
+// whatever comes second finds it working: an answer then is refused with
+// ErrNotAsking. The resumed step answers the parked call with it
+// (answerResult), the same however often that step is retried.
+
+// Bounds of a research's answer timeout, in seconds: how long each of its
+// questions waits for its owner.
+const (
+	DefaultAnswerTimeoutSeconds = 24 * 60 * 60
+	MinAnswerTimeoutSeconds     = 5
+	MaxAnswerTimeoutSeconds     = 7 * 24 * 60 * 60
+)
+
+// NoAnswerNote is the result of an ask_owner call whose deadline came
+// before an answer.
+const NoAnswerNote = "No answer came: go on with your best judgement."
+
+// How a question ended (the data of its answered event).
+const (
+	answeredByOwner    = "owner"
+	answeredByDeadline = "deadline"
+)
+
+// ErrNotAsking is returned for an answer to a run that is not waiting for
+// one; errors wrapping it say what the run is doing instead.
+var ErrNotAsking = errors.New("this research is not waiting for an answer")
+
+// checkAsk checks a start's interactive fields: a timeout within bounds,
+// and only for an interactive research.
+func (p *StartParams) checkAsk() error {
+	switch s := p.AnswerTimeoutSeconds; {
+	case s == 0:
+		return nil
+	case !p.Interactive:
+		return &FieldError{"answer_timeout_seconds", "applies only to an interactive research: set interactive to true, or leave it out"}
+	case s < MinAnswerTimeoutSeconds || s > MaxAnswerTimeoutSeconds:
+		return &FieldError{"answer_timeout_seconds", fmt.Sprintf("must be %d to %d seconds (7 days), got %d; "+
+			"leave it out for %d (24 hours)", MinAnswerTimeoutSeconds, MaxAnswerTimeoutSeconds, s, DefaultAnswerTimeoutSeconds)}
+	}
+	return nil
+}
+
+// parkForOwner parks a root on its ask_owner call until an answer or
+// p.until, in the step's transaction, which holds the root lock: the
+// question goes on the run, its wake job is scheduled, and its owner's
+// webhook (research.input_required) is inserted.
+func (a *Agent) parkForOwner(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
+	var step int
+	err := tx.QueryRow(ctx, `UPDATE gb_agent_research_runs
+		SET status = 'waiting', state = 'input_required', wait_names = '{}', wait_call_id = $2,
+		    wait_kind = 'owner', wait_until = $3, wait_read_to = 0, question = $4, answer = NULL, updated_at = now()
+		WHERE id = $1 RETURNING steps`, run.ID, p.callID, p.until, p.question).Scan(&step)
+	if err != nil {
+		return fmt.Errorf("error parking run %d on its question: %w", run.ID, err)
+	}
+	run.Status, run.State, run.Steps = StatusWaiting, StateInputRequired, step
+	run.WaitCallID, run.WaitKind, run.WaitUntil = p.callID, waitOwner, &p.until
+	run.Question, run.AnswerDeadline, run.answer = p.question, &p.until, nil
+	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'input_required', $2)`,
+		run.ID, step); err != nil {
+		return fmt.Errorf("error recording state: %w", err)
+	}
+	if err := addEvent(ctx, tx, run, EventInputRequired, map[string]any{"question": p.question,
+		"deadline": p.until.UTC(), "step": step}); err != nil {
+		return err
+	}
+	if err := a.enqueueWake(ctx, tx, MessageWakeArgs{RunID: run.ID, Step: step, CallID: p.callID}, p.until); err != nil {
+		return err
+	}
+	return a.notifyInputRequired(ctx, tx, run, step, p.callID)
+}
+
+// notifyInputRequired inserts, with the parking, the delivery of the
+// research.input_required webhook of the question the root asked at step
+// (once per question) when the root has a webhook URL.
+func (a *Agent) notifyInputRequired(ctx context.Context, tx pgx.Tx, run *Run, step int, callID string) error {
+	return a.enqueueWebhook(ctx, tx, run.ID, WebhookInputRequired, fmt.Sprintf("input_required:%d:%s", step, callID))
+}
+
+// resumeAnswer makes a root parked on ask_owner go on, in a transaction
+// that holds its tree's root lock: it stores what resumed it (answer, nil
+// for the deadline), clears the question, records the answer and inserts
+// its next step job; cancelWake cancels its wake job, which an answer made
+// useless. A run not parked on a question is left alone.
+func (a *Agent) resumeAnswer(ctx context.Context, tx pgx.Tx, run *Run, answer *string, cancelWake bool) error {
+	var step int
+	err := tx.QueryRow(ctx, `UPDATE gb_agent_research_runs
+		SET status = 'working', state = 'thinking', question = '', answer = $2, updated_at = now()
+		WHERE id = $1 AND status = 'waiting' AND wait_kind = 'owner' AND wait_call_id <> ''
+		RETURNING steps`, run.ID, answer).Scan(&step)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // not parked on a question: nothing to resume
+	}
+	if err != nil {
+		return fmt.Errorf("error resuming run %d: %w", run.ID, err)
+	}
+	run.Status, run.State, run.Question, run.AnswerDeadline, run.answer = StatusWorking, StateThinking, "", nil, answer
+	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'thinking', $2)`,
+		run.ID, step+1); err != nil {
+		return fmt.Errorf("error recording state: %w", err)
+	}
+	data := map[string]any{"by": answeredByDeadline}
+	if answer != nil {
+		data = map[string]any{"by": answeredByOwner, "answer": oneLine(*answer, 300)}
+	}
+	if err := addEvent(ctx, tx, run, EventAnswered, data); err != nil {
+		return err
+	}
+	if cancelWake {
+		if err := a.cancelJobsOf(ctx, tx, []string{MessageWakeKind}, []int64{run.ID}, 0); err != nil {
+			return err
+		}
+	}
+	return a.enqueueStep(ctx, tx, run, step+1)
+}
+
+// answerResult is ask_owner's result in the step a question resumed: the
+// owner's answer, or NoAnswerNote when the deadline came first.
+func answerResult(run *Run) llm.Message {
+	content := NoAnswerNote
+	if run.answer != nil {
+		content = *run.answer
+	}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: run.WaitCallID, Name: toolAskOwner, Content: content}
+}
+
+// Answer gives the owner's answer to the question a root of theirs waits
+// on, and resumes the root with it in the same transaction: its next step
+// gets the answer as ask_owner's result. The root resumes once: another
+// user's run is ErrNotFound, and a run that is not waiting for an answer
+// (answered already, resumed by its deadline, ended, never asked) is an
+// error wrapping ErrNotAsking that says why. The answer is 1 to
+// MaxAnswerLen characters (a FieldError for text otherwise).
+func (a *Agent) Answer(ctx context.Context, userID, id int64, text string) (*Run, error) {
+	text = strings.TrimSpace(text)
+	if p := textProblem(text, MaxAnswerLen); p != "" {
+		return nil, &FieldError{"text", p}
+	}
+	var out *Run
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		run, err := a.lockOwned(ctx, tx, userID, id)
+		if err != nil {
+			return err
+		}
+		if !run.WaitsForAnswer() {
+			return notAsking(ctx, tx, run)
+		}
+		if err := a.resumeAnswer(ctx, tx, run, &text, true); err != nil {
+			return err
+		}
+		out, err = GetRun(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// notAsking is the refusal of an answer to run, which waits for none: it
+// says what the run does instead, and how its last question ended.
+func notAsking(ctx context.Context, db DB, run *Run) error {
+	var by string
+	err := db.QueryRow(ctx, `SELECT data->>'by' FROM gb_agent_research_events
+		WHERE root_id = $1 AND run_id = $2 AND kind = $3 ORDER BY seq DESC LIMIT 1`,
+		run.RootID, run.ID, EventAnswered).Scan(&by)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("error reading the questions of run %d: %w", run.ID, err)
+	}
+	var why string
+	switch {
+	case !run.IsRoot():
+		why = "it is a sub-agent, and only a root research asks its owner"
+	case by == answeredByOwner:
+		why = "its last question was answered already"
+	case by == answeredByDeadline:
+		why = "its last question's deadline passed and it went on without an answer"
+	case !run.Interactive:
+		why = "it was not started interactive, so it asks nothing"
+	default:
+		why = "it has asked no question"
+	}
+	return fmt.Errorf("%w: %s; it is %s", ErrNotAsking, why, run.Status)
+}
+
+// answerDeadline is when a question asked now by run goes on without an
+// answer.
+func answerDeadline(run *Run) time.Time {
+	return time.Now().Add(time.Duration(cmpOr(run.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds)) * time.Second)
+}
