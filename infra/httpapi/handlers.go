@@ -22,6 +22,11 @@ type createRequest struct {
 	// WebhookURL is notified when the research ends; "" means the user's
 	// default.
 	WebhookURL string `json:"webhook_url"`
+	// Interactive lets the root ask its owner (ask_owner);
+	// AnswerTimeoutSeconds is nil when absent (the default), an explicit
+	// 0 is refused.
+	Interactive          bool `json:"interactive"`
+	AnswerTimeoutSeconds *int `json:"answer_timeout_seconds"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -64,7 +69,15 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 // default, an explicit 0 is an error (StartParams takes 0 as the default).
 func (req createRequest) params(uid int64) (jobs.StartParams, error) {
 	p := jobs.StartParams{UserID: uid, Topic: req.Topic, Dataset: req.Dataset,
-		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens, WebhookURL: req.WebhookURL}
+		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens, WebhookURL: req.WebhookURL, Interactive: req.Interactive}
+	if t := req.AnswerTimeoutSeconds; t != nil {
+		if *t == 0 {
+			return p, &jobs.FieldError{Field: "answer_timeout_seconds", Msg: fmt.Sprintf(
+				"must be %d to %d seconds (got 0); leave it out for the default %d", jobs.MinAnswerTimeoutSeconds,
+				jobs.MaxAnswerTimeoutSeconds, jobs.DefaultAnswerTimeoutSeconds)}
+		}
+		p.AnswerTimeoutSeconds = *t
+	}
 	if req.MaxSteps != nil {
 		if *req.MaxSteps == 0 {
 			return p, &jobs.FieldError{Field: "max_steps", Msg: fmt.Sprintf(

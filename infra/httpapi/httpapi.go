@@ -54,6 +54,7 @@ var Routes = []Route{
 	{"GET", "/v1/gb/research/{id}/messages"},
 	{"POST", "/v1/gb/research/{id}/messages"},
 	{"GET", "/v1/gb/research/{id}/sources"},
+	{"POST", "/v1/gb/research/{id}/answer"},
 }
 
 // PublicRoutes are the routes served without an API key: the OpenAPI
@@ -106,6 +107,7 @@ func New(d Deps) http.Handler {
 		{"GET", "/v1/gb/research/{id}/messages"}:  a.messages,
 		{"POST", "/v1/gb/research/{id}/messages"}: a.sendMessage,
 		{"GET", "/v1/gb/research/{id}/sources"}:   a.sources,
+		{"POST", "/v1/gb/research/{id}/answer"}:   a.answer,
 		{"GET", "/v1/gb/keys"}:                    a.listKeys,
 		{"POST", "/v1/gb/keys"}:                   a.createKey,
 		{"DELETE", "/v1/gb/keys/{id}"}:            a.revokeKey,
@@ -194,6 +196,8 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, "tree_working", "", err.Error())
 	case errors.Is(err, jobs.ErrNotWorking), errors.Is(err, jobs.ErrNoInbox):
 		writeError(w, http.StatusConflict, "no_inbox", "", err.Error())
+	case errors.Is(err, jobs.ErrNotAsking):
+		writeError(w, http.StatusConflict, "not_asking", "", err.Error())
 	case errors.Is(err, jobs.ErrTooManyWorking):
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterTooManySeconds))
 		writeError(w, http.StatusTooManyRequests, "too_many_working", "", err.Error())
