@@ -16,6 +16,7 @@ func followRun(ctx context.Context, c *apiClient, id int64, out io.Writer) error
 	err := watchTree(ctx, c, id, 0, func(evs []jobs.Event) error {
 		err := printEventsFixed(out, evs, header)
 		header = false
+		printQuestions(out, evs)
 		return err
 	})
 	if err != nil {

@@ -15,7 +15,8 @@ func mcpCmd() *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve the Model Context Protocol over stdio: tools that start and read researches",
 		Long: `Serves MCP over stdin/stdout with tools to start a research, get one, list runs,
-show a tree, read events, messages and sources, and cancel. The tools call the
+show a tree, read events, messages and sources, answer the question an
+interactive research asks, and cancel. The tools call the
 REST API at GB_API_URL (default http://127.0.0.1:8080) with GB_API_KEY, so an
 MCP client sees only the runs of that key's user.
 
@@ -46,6 +47,14 @@ type (
 		Dataset    string  `json:"dataset,omitempty" jsonschema:"knowledge base to research (default godoc)"`
 		MaxCostUSD float64 `json:"max_cost_usd,omitempty" jsonschema:"budget of the whole tree in dollars"`
 		MaxTokens  int64   `json:"max_tokens,omitempty" jsonschema:"budget of the whole tree in tokens"`
+		// Interactive and AnswerTimeoutSeconds let the research ask its
+		// owner (answer_research answers).
+		Interactive          bool `json:"interactive,omitempty" jsonschema:"true lets the research ask you a question when the answer changes it; answer it with answer_research"`
+		AnswerTimeoutSeconds int  `json:"answer_timeout_seconds,omitempty" jsonschema:"with interactive: seconds each question waits for your answer, 5 to 604800 (default 86400)"`
+	}
+	mcpAnswerInput struct {
+		ID   int64  `json:"id" jsonschema:"the run id of the research that asks"`
+		Text string `json:"text" jsonschema:"your answer to its question, 1 to 10000 characters"`
 	}
 	mcpIDInput struct {
 		ID int64 `json:"id" jsonschema:"the run id"`
@@ -82,16 +91,20 @@ func newMCPServer(c *apiClient) *mcp.Server {
 		func(ctx context.Context, in mcpStartInput) (mcpOut, error) {
 			body := map[string]any{"topic": in.Topic}
 			for k, v := range map[string]any{"max_steps": in.MaxSteps, "dataset": in.Dataset,
-				"max_cost_usd": in.MaxCostUSD, "max_tokens": in.MaxTokens} {
+				"max_cost_usd": in.MaxCostUSD, "max_tokens": in.MaxTokens, "answer_timeout_seconds": in.AnswerTimeoutSeconds} {
 				if v != 0 && v != "" && v != 0.0 && v != int64(0) {
 					body[k] = v
 				}
+			}
+			if in.Interactive {
+				body["interactive"] = true
 			}
 			var out mcpOut
 			err := c.do(ctx, "POST", "/v1/gb/research", body, &out)
 			return out, err
 		})
-	addTool(s, "get_research", "Get a run: status, state, usage, states, sub-agents, tree totals, and its report once it has ended.",
+	addTool(s, "get_research", "Get a run: status, state, usage, states, sub-agents, tree totals, the question it waits for you to answer "+
+		"(state input_required), and its report once it has ended.",
 		withID(func(ctx context.Context, id int64) (mcpOut, error) {
 			return get(ctx, fmt.Sprintf("/v1/gb/research/%d", id))
 		}))
@@ -132,6 +145,19 @@ func newMCPServer(c *apiClient) *mcp.Server {
 				return nil, err
 			}
 			return get(ctx, fmt.Sprintf("/v1/gb/research/%d/sources?tree=%t", in.ID, in.Tree))
+		})
+	addTool(s, "answer_research", "Answer the question an interactive research asked you (get_research shows it as "+
+		"question, with its answer_deadline); the research goes on with your answer at once. A question is answered once: "+
+		"answering a research that waits for no answer is an error that says why.",
+		func(ctx context.Context, in mcpAnswerInput) (mcpOut, error) {
+			if err := checkID(in.ID); err != nil {
+				return nil, err
+			}
+			run, err := answerRun(ctx, c, in.ID, in.Text)
+			if err != nil {
+				return nil, err
+			}
+			return mcpOut{"id": run.ID, "status": run.Status, "state": run.State}, nil
 		})
 	addTool(s, "cancel_research", "Cancel a run that has not ended, with its working sub-agents; cancelling an ended run is an error.",
 		withID(func(ctx context.Context, id int64) (mcpOut, error) {

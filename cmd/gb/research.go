@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,8 +18,8 @@ func researchCmd() *cobra.Command {
   gb research list --status working
   gb research tree 1 --follow`,
 		researchStartCmd(), researchListCmd(), researchGetCmd(), researchTreeCmd(), researchEventsCmd(),
-		researchMessagesCmd(), researchSourcesCmd(), researchWebhooksCmd(), researchSendCmd(), researchCancelCmd(),
-		researchDeleteCmd())
+		researchMessagesCmd(), researchSourcesCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(),
+		researchCancelCmd(), researchDeleteCmd())
 }
 
 // withClient runs f with the API client of GB_API_URL and GB_API_KEY.
@@ -56,12 +57,15 @@ func researchStartCmd() *cobra.Command {
 		maxCost   float64
 		maxTokens int64
 		webhook   string
+		ask       bool
+		askWait   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "start TOPIC",
 		Short: "Start a research; print its id, or follow it to its report",
 		Example: `  gb research start "How does sync.WaitGroup work?"
-  gb research start "What does context carry?" --max-steps 20 --max-cost-usd 0.50 --follow`,
+  gb research start "What does context carry?" --max-steps 20 --max-cost-usd 0.50 --follow
+  gb research start "Which HTTP client should we use?" --interactive --answer-timeout 2h --follow`,
 		Args: args(1, 1, "one TOPIC (quote it)"),
 		RunE: withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
 			body := map[string]any{"topic": a[0]}
@@ -79,6 +83,16 @@ func researchStartCmd() *cobra.Command {
 			}
 			if webhook != "" {
 				body["webhook_url"] = webhook
+			}
+			if ask {
+				body["interactive"] = true
+			}
+			if cmd.Flags().Changed("answer-timeout") {
+				s, err := answerTimeoutFlag(askWait)
+				if err != nil {
+					return err
+				}
+				body["answer_timeout_seconds"] = s
 			}
 			var run jobs.Run
 			if err := c.do(ctx, "POST", "/v1/gb/research", body, &run); err != nil {
@@ -100,6 +114,8 @@ func researchStartCmd() *cobra.Command {
 	f.Float64Var(&maxCost, "max-cost-usd", 0, "budget of the whole tree in dollars")
 	f.Int64Var(&maxTokens, "max-tokens", 0, "budget of the whole tree in tokens")
 	f.StringVar(&webhook, "webhook-url", "", "URL to notify when the research ends (default: yours, see gb webhooks)")
+	f.BoolVar(&ask, "interactive", false, "let the research ask you a question when the answer changes it (gb research answer)")
+	f.DurationVar(&askWait, "answer-timeout", 0, "with --interactive: how long each question waits for your answer, 5s to 168h (default 24h)")
 	return cmd
 }
 
@@ -218,8 +234,17 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 	t.row("tree", fmt.Sprintf("%d agents (%d working) · %d tokens%s · $%.4f%s", d.Tree.Runs, d.Tree.Working, d.Tree.Tokens,
 		tokenParts(d.Tree.CachedTokens, d.Tree.ReasoningTokens), d.Tree.CostUSD, estimatedNote(d.Tree.EstimatedCalls)))
 	t.row("elapsed", d.Elapsed)
+	if d.Interactive {
+		t.row("interactive", fmt.Sprintf("may ask you; each question waits %s", time.Duration(d.AnswerTimeoutSeconds)*time.Second))
+	}
+	if d.Question != "" {
+		t.row("question", fit(d.Question, 100))
+	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if d.Question != "" {
+		printQuestion(w, d.ID, d.Question, d.AnswerDeadline)
 	}
 	if len(d.Subagents) > 0 {
 		fmt.Fprintln(w)
