@@ -30,7 +30,8 @@ const xssReport = "# Report with markup\n\n" +
 // TestDashboardInBrowser serves the dashboard on a real stack and runs
 // e2e/run.mjs, which drives Chromium through playwright-core: it signs in,
 // starts the demo research, watches the tree grow and finish, opens a
-// sub-agent, reads the report, checks that a report and topic full of
+// sub-agent, reads the report, starts an interactive research and answers
+// the question it asks in the page, checks that a report and topic full of
 // markup show as text, and that a run's cached and reasoning tokens show. Screenshots go to .data/screenshots/ at the top of
 // the repository. Without node, Chromium or playwright-core the test skips;
 // under CI=true it fails. GB_E2E_IGNORE_WAIT=true hides the wait parameter
@@ -80,13 +81,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var started int64
+	var started, asked int64
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		line := sc.Text()
 		t.Log(line)
 		if v, ok := strings.CutPrefix(line, "started run "); ok {
 			started, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "asked run "); ok {
+			asked, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
 	}
 	if err := cmd.Wait(); err != nil {
@@ -105,10 +109,38 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(tree) != 4 || tree[0].ID != started || tree[0].Status != jobs.StatusSucceeded {
 		t.Fatalf("run %d: tree of %d runs, root %s; want a succeeded root and 3 sub-agents", started, len(tree), tree[0].Status)
 	}
+	checkAnsweredInBrowser(t, s, asked)
 	// The page followed the tree by long polls, not by a request per tick.
 	t.Logf("%d requests for events, %d of them long polls", s.eventPolls.Load(), s.longPolls.Load())
 	if s.longPolls.Load() == 0 {
 		t.Error("the dashboard never long-polled the events")
+	}
+}
+
+// checkAnsweredInBrowser checks that the interactive research the browser
+// started asked once, was answered once by its owner through the page, and
+// wrote its report from the answer.
+func checkAnsweredInBrowser(t *testing.T, s *stack, id int64) {
+	t.Helper()
+	if id == 0 {
+		t.Fatal("run.mjs did not say which research asked")
+	}
+	run, err := jobs.GetRun(context.Background(), s.pool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.Interactive || run.Status != jobs.StatusSucceeded || !strings.Contains(run.Report, "Go 1.26, and nothing older") {
+		t.Errorf("run %d: interactive %t, %s, report %q", id, run.Interactive, run.Status, run.Report)
+	}
+	var asked, byOwner int
+	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE kind = $2),
+			count(*) FILTER (WHERE kind = $3 AND data->>'by' = 'owner')
+		FROM gb_agent_research_events WHERE run_id = $1`, id, jobs.EventInputRequired, jobs.EventAnswered).
+		Scan(&asked, &byOwner); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 1 || byOwner != 1 {
+		t.Errorf("run %d asked %d times and was answered by its owner %d times, want 1 and 1", id, asked, byOwner)
 	}
 }
 

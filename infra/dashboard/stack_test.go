@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,12 +21,14 @@ import (
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/kb"
+	"github.com/gbresearch/gb/jobs/llm"
 	"github.com/gbresearch/gb/messenger"
 )
 
 // stack is what `gb dev` runs, built in the test: the API (and so the
-// dashboard) over a fresh database with a worker on the offline model and
-// the Postgres messenger.
+// dashboard) over a fresh database with a worker on the offline model (whose
+// interactive roots ask a question, askingModel) and the Postgres
+// messenger.
 type stack struct {
 	pool   *pgxpool.Pool
 	agent  *jobs.Agent
@@ -51,7 +54,7 @@ func startStack(t *testing.T, modelDelay time.Duration, ignoreWait bool) *stack 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{Delay: modelDelay}, Logger: logger,
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: askingModel{&offline.Model{Delay: modelDelay}}, Logger: logger,
 		Messenger: messenger.NewPostgres(pool, listener, messenger.PostgresConfig{}), Work: true})
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +93,31 @@ func startStack(t *testing.T, modelDelay time.Duration, ignoreWait bool) *stack 
 	}))
 	t.Cleanup(st.srv.Close)
 	return st
+}
+
+// askingModel is the offline model, except that an interactive root asks
+// its owner one question first (askedQuestion), then reports the answer
+// ask_owner gave it.
+type askingModel struct{ llm.Model }
+
+// askedQuestion is what askingModel's interactive roots ask.
+const askedQuestion = "Which Go version should the research cover?"
+
+// Complete implements llm.Model.
+func (m askingModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if !slices.ContainsFunc(req.Tools, func(t llm.ToolSpec) bool { return t.Name == "ask_owner" }) {
+		return m.Model.Complete(ctx, req)
+	}
+	msg := llm.Message{Role: llm.RoleAssistant}
+	for _, c := range req.Messages {
+		if c.Role == llm.RoleTool && c.Name == "ask_owner" {
+			msg.Content = "# Answered\n\nThe owner answered: " + c.Content
+		}
+	}
+	if msg.Content == "" {
+		msg.ToolCalls = []llm.ToolCall{llm.NewToolCall("ask", "ask_owner", `{"question":"`+askedQuestion+`"}`)}
+	}
+	return llm.Response{Message: msg, Usage: llm.Usage{PromptTokens: 50, CompletionTokens: 10}}, nil
 }
 
 // loadGoDocs loads the documentation of the packages the demo topic asks

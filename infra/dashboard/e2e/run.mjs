@@ -5,12 +5,15 @@
 //
 // It signs in, starts the demo research, watches the tree grow to its
 // sub-agents and finish, opens a sub-agent and reads its report, lists the
-// runs, and, given XSS_RUN_ID (a run whose topic and report hold markup,
+// runs, starts an interactive research that asks its owner a question and
+// answers it in the page's answer box, and, given XSS_RUN_ID (a run whose
+// topic and report hold markup,
 // with 1234 cached and 567 reasoning tokens and one model call settled at
 // its estimate), checks that the markup shows as text and runs nothing and
 // that its usage shows. Screenshots go to
 // $SCREENSHOT_DIR (default: .data/screenshots at the top of the repository).
-// It prints "started run N" and exits 0 when every check passes.
+// It prints "started run N" and "asked run N" and exits 0 when every check
+// passes.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -187,12 +190,48 @@ async function run() {
   check(await page.getAttribute(`#runs-body tr[data-run-id="${rootID}"]`, 'data-status') === 'succeeded', 'the list shows the research succeeded');
 
   await checkMarkdown();
+  await checkAskOwner();
   if (xssRun) await checkMarkupIsText(Number(xssRun));
 
   // Sign out: the key leaves the session.
   await page.click('#sign-out');
   await page.waitForSelector('#sign-in');
   check(await page.evaluate(() => sessionStorage.getItem('gb.apiKey')) === null, 'signing out forgets the key');
+}
+
+// checkAskOwner starts an interactive research from the form; its root
+// (the test's asking model) asks a question, which the run's page shows
+// with an answer box and the timeline records; the answer typed there
+// resumes it, the box goes away and the report holds the answer.
+async function checkAskOwner() {
+  const question = 'Which Go version should the research cover?';
+  const answer = 'Go 1.26, and nothing older';
+  await page.click('#nav a[href="#/"]');
+  await page.waitForSelector('#start');
+  await page.fill('#topic', 'How should we pick a Go version?');
+  await page.check('#interactive');
+  await page.click('#start button[type=submit]');
+  await page.waitForURL(/#\/runs\/\d+$/);
+  const id = Number(/#\/runs\/(\d+)$/.exec(page.url())[1]);
+  console.log('asked run ' + id);
+  await page.waitForSelector('#ask:not(.hidden) #ask-question');
+  check(await page.textContent('#ask-question') === question, 'the run shows the question it asks');
+  check(/^Answer by .+ goes on with its best judgement\.$/.test(await page.textContent('#ask-deadline')),
+    'the run shows when it goes on without an answer: ' + await page.textContent('#ask-deadline'));
+  await page.waitForSelector('#events-body tr[data-kind="input_required"]');
+  check((await page.textContent('#events-body tr[data-kind="input_required"] td.detail')).startsWith(question),
+    'the timeline shows the question');
+  check(await page.textContent('#run-head dd[data-fact="state"]') === 'input_required', 'the run is in state input_required');
+  await page.screenshot({ path: path.join(shots, 'ask.png'), fullPage: true });
+  await page.fill('#answer', answer);
+  await page.click('#ask-form button[type=submit]');
+  await page.waitForSelector('#ask.hidden', { state: 'attached' });
+  await page.waitForSelector('#live.ended');
+  await page.waitForFunction((a) => document.querySelector('#report-body')?.textContent.includes(a), answer);
+  check((await page.textContent('#report-body h1')) === 'Answered', 'the report written after the answer is shown');
+  const answered = await page.$$eval('#events-body tr[data-kind="answered"] td.detail', (tds) => tds.map((td) => td.textContent));
+  check(answered.length === 1 && answered[0] === 'by its owner: ' + answer, 'the timeline shows the answer once: ' + JSON.stringify(answered));
+  await page.screenshot({ path: path.join(shots, 'answered.png'), fullPage: true });
 }
 
 // checkMarkupIsText opens a run whose topic and report hold <script>,

@@ -127,6 +127,8 @@ function detail(ev) {
     case 'message': return (d.from ? d.from + ' ' : '') + '→ ' + (d.to || '');
     case 'waiting': return d.for === 'messages' ? 'for messages until ' + fmtTime(d.until) : 'for ' + list(d.names);
     case 'resumed': return d.by ? 'by ' + d.by : '';
+    case 'input_required': return (d.question || '') + (d.deadline ? ' (answer by ' + fmtDateTime(d.deadline) + ')' : '');
+    case 'answered': return d.by === 'owner' ? 'by its owner' + (d.answer ? ': ' + d.answer : '') : 'no answer by the deadline';
     case 'completed': return d.steps !== undefined ? d.steps + ' steps' : '';
     case 'failed': case 'cancelled': case 'budget_exhausted': return d.error || '';
     case 'repaired': return [d.action, d.why].filter(Boolean).join(': ');

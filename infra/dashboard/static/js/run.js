@@ -6,6 +6,7 @@
 import { api, sleep, APIError } from './api.js';
 import { h } from './dom.js';
 import { renderHead, renderTree, renderReport, eventRow, renderMessages, renderSources } from './panels.js';
+import { renderAsk } from './ask.js';
 
 const waitSeconds = 20;
 const maxEventRows = 2000;
@@ -16,6 +17,7 @@ export function runView(root, id, app) {
   const signal = ac.signal;
   const el = {
     head: h('section', { class: 'panel run-head', id: 'run-head' }, h('p', { class: 'muted' }, 'Loading run #' + id + '…')),
+    ask: h('section', { class: 'panel ask hidden', id: 'ask' }),
     tree: h('div', { id: 'tree-body' }),
     report: h('article', { class: 'report', id: 'report-body' }),
     events: h('tbody', { id: 'events-body' }),
@@ -31,6 +33,7 @@ export function runView(root, id, app) {
   el.sourcesPanel = h('section', { class: 'panel hidden', id: 'sources' }, h('h2', {}, 'Sources'), el.sources);
   root.append(
     el.head,
+    el.ask,
     h('section', { class: 'panel', id: 'tree' }, h('h2', {}, 'Tree ', el.live), el.tree),
     h('div', { class: 'columns' },
       h('section', { class: 'panel', id: 'report' }, h('h2', {}, 'Report'), el.report),
@@ -51,6 +54,7 @@ export function runView(root, id, app) {
     if (signal.aborted) return;
     for (const r of tree.runs) state.names.set(r.id, r.name || 'research');
     renderHead(el.head, run, app);
+    renderAsk(el.ask, run, app, scheduleRefresh);
     renderTree(el.tree, tree, id);
     renderReport(el.report, run);
     renderMessages(el.messages, msgs.messages || []);

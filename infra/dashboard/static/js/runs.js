@@ -74,18 +74,22 @@ function startForm(app) {
   const topic = h('textarea', { id: 'topic', name: 'topic', rows: 3, maxlength: 2000, required: true,
     placeholder: 'What should the agents research?' });
   const steps = h('input', { id: 'max-steps', name: 'max_steps', type: 'number', min: 1, max: 40, placeholder: '10' });
+  const ask = h('input', { id: 'interactive', name: 'interactive', type: 'checkbox' });
   const note = h('p', { class: 'note hidden', id: 'start-note', role: 'status' });
   const form = h('form', { class: 'panel', id: 'start' },
     h('h2', {}, 'Start a research'),
     h('label', { for: 'topic' }, 'Topic'), topic,
     h('div', { class: 'row' },
       h('label', { for: 'max-steps' }, 'Max steps per agent'), steps,
+      ask, h('label', { for: 'interactive', title: 'It may ask you a question whose answer changes the research' },
+        'Let it ask me a question'),
       h('button', { type: 'submit' }, 'Start')),
     note);
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     const body = { topic: topic.value };
     if (steps.value !== '') body.max_steps = Number(steps.value);
+    if (ask.checked) body.interactive = true;
     note.className = 'note';
     note.textContent = 'Starting…';
     try {
