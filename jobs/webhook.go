@@ -29,8 +29,9 @@ const (
 	WebhookTimedOut = "research.timed_out"
 	// WebhookCancelled: its owner cancelled the research (Agent.Cancel).
 	WebhookCancelled = "research.cancelled"
-	// WebhookInputRequired: the research waits for its owner's input. It
-	// is defined for receivers; no end sends it.
+	// WebhookInputRequired: the research asked its owner a question and
+	// waits for the answer; sent once per question, with the parking
+	// (owner_wait.go), not with an end.
 	WebhookInputRequired = "research.input_required"
 )
 
