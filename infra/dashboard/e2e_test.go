@@ -30,8 +30,7 @@ const xssReport = "# Report with markup\n\n" +
 // TestDashboardInBrowser serves the dashboard on a real stack and runs
 // e2e/run.mjs, which drives Chromium through playwright-core: it signs in,
 // starts the demo research, watches the tree grow and finish, opens a
-// sub-agent, reads the report, starts an interactive research and answers
-// the question it asks in the page, checks that a report and topic full of
+// sub-agent, reads the report, checks that a report and topic full of
 // markup show as text, and that a run's cached and reasoning tokens show. Screenshots go to .data/screenshots/ at the top of
 // the repository. Without node, Chromium or playwright-core the test skips;
 // under CI=true it fails. GB_E2E_IGNORE_WAIT=true hides the wait parameter
@@ -64,37 +63,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	shots := filepath.Join(repoRoot(t), ".data", "screenshots")
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, node, "e2e/run.mjs", s.srv.URL, s.key, strconv.FormatInt(xss.ID, 10))
-	cmd.Env = append(os.Environ(), "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromiumPath)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var started, asked int64
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		line := sc.Text()
-		t.Log(line)
+	var started int64
+	for _, line := range runE2E(t, node, s, nil, strconv.FormatInt(xss.ID, 10)) {
 		if v, ok := strings.CutPrefix(line, "started run "); ok {
 			started, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
-		if v, ok := strings.CutPrefix(line, "asked run "); ok {
-			asked, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		}
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("browser test failed: %v (screenshots in %s)", err, shots)
 	}
 
 	// What the browser saw is what the database holds: the research it
@@ -109,7 +82,6 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(tree) != 4 || tree[0].ID != started || tree[0].Status != jobs.StatusSucceeded {
 		t.Fatalf("run %d: tree of %d runs, root %s; want a succeeded root and 3 sub-agents", started, len(tree), tree[0].Status)
 	}
-	checkAnsweredInBrowser(t, s, asked)
 	// The page followed the tree by long polls, not by a request per tick.
 	t.Logf("%d requests for events, %d of them long polls", s.eventPolls.Load(), s.longPolls.Load())
 	if s.longPolls.Load() == 0 {
@@ -117,11 +89,21 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 }
 
-// checkAnsweredInBrowser checks that the interactive research the browser
-// started asked once, was answered once by its owner through the page, and
-// wrote its report from the answer.
-func checkAnsweredInBrowser(t *testing.T, s *stack, id int64) {
-	t.Helper()
+// TestDashboardAnswersAQuestionInBrowser runs e2e/run.mjs with E2E_ASK=1:
+// in Chromium it starts an interactive research from the form, sees the
+// question its root asks on the run's page and on the timeline, and answers
+// it in the page's answer box. The research it started must have asked
+// once, been answered once by its owner, and written its report from the
+// answer.
+func TestDashboardAnswersAQuestionInBrowser(t *testing.T) {
+	node := browserTools(t)
+	s := startStack(t, 0, false)
+	var id int64
+	for _, line := range runE2E(t, node, s, []string{"E2E_ASK=1"}) {
+		if v, ok := strings.CutPrefix(line, "asked run "); ok {
+			id, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
 	if id == 0 {
 		t.Fatal("run.mjs did not say which research asked")
 	}
@@ -142,6 +124,41 @@ func checkAnsweredInBrowser(t *testing.T, s *stack, id int64) {
 	if asked != 1 || byOwner != 1 {
 		t.Errorf("run %d asked %d times and was answered by its owner %d times, want 1 and 1", id, asked, byOwner)
 	}
+}
+
+// runE2E runs e2e/run.mjs against the stack's API and key, with env added
+// to the environment and args after them, logs what it prints and returns
+// it line by line; the test fails unless every check passed. Screenshots
+// go to .data/screenshots/ at the top of the repository.
+func runE2E(t *testing.T, node string, s *stack, env []string, args ...string) []string {
+	t.Helper()
+	shots := filepath.Join(repoRoot(t), ".data", "screenshots")
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{"e2e/run.mjs", s.srv.URL, s.key}, args...)...)
+	cmd.Env = append(append(os.Environ(), "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromiumPath), env...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		t.Log(sc.Text())
+		lines = append(lines, sc.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("browser test failed: %v (screenshots in %s)", err, shots)
+	}
+	return lines
 }
 
 // browserTools returns node's path once node, Chromium and playwright-core

@@ -2,18 +2,19 @@
 // playwright-core against a running stack.
 //
 //   node e2e/run.mjs BASE_URL API_KEY [XSS_RUN_ID]
+//   E2E_ASK=1 node e2e/run.mjs BASE_URL API_KEY
 //
 // It signs in, starts the demo research, watches the tree grow to its
 // sub-agents and finish, opens a sub-agent and reads its report, lists the
-// runs, starts an interactive research that asks its owner a question and
-// answers it in the page's answer box, and, given XSS_RUN_ID (a run whose
-// topic and report hold markup,
+// runs, and, given XSS_RUN_ID (a run whose topic and report hold markup,
 // with 1234 cached and 567 reasoning tokens and one model call settled at
 // its estimate), checks that the markup shows as text and runs nothing and
 // that its usage shows. Screenshots go to
 // $SCREENSHOT_DIR (default: .data/screenshots at the top of the repository).
-// It prints "started run N" and "asked run N" and exits 0 when every check
-// passes.
+// With E2E_ASK=1 it signs in, starts an interactive research that asks its
+// owner a question, and answers it in the run page's answer box instead.
+// It prints "started run N" (or "asked run N") and exits 0 when every
+// check passes.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,7 +70,7 @@ await page.addInitScript(() => {
 
 let failed = false;
 try {
-  await run();
+  await (process.env.E2E_ASK === '1' ? runAsk() : run());
 } catch (e) {
   failed = true;
   console.error(e.stack || String(e));
@@ -86,7 +87,9 @@ if (!failed && problems.length) {
 log(failed ? 'FAILED' : 'passed', '· screenshots in', shots);
 process.exit(failed ? 1 : 0);
 
-async function run() {
+// signIn opens the dashboard, checks its headers, is refused with a wrong
+// key and signs in with the right one, kept in the session only.
+async function signIn() {
   // The page and its headers.
   const resp = await page.goto(base + '/ui');
   check(page.url() === base + '/ui/index.html', '/ui redirects to /ui/index.html');
@@ -108,6 +111,10 @@ async function run() {
   const stored = await page.evaluate(() => ({ session: sessionStorage.getItem('gb.apiKey'), local: localStorage.length, cookie: document.cookie }));
   check(stored.session === key && stored.local === 0 && stored.cookie === '', 'the key is in sessionStorage only');
   await page.screenshot({ path: path.join(shots, 'runs.png') });
+}
+
+async function run() {
+  await signIn();
 
   // Start the demo research.
   await page.fill('#topic', demoTopic);
@@ -190,10 +197,20 @@ async function run() {
   check(await page.getAttribute(`#runs-body tr[data-run-id="${rootID}"]`, 'data-status') === 'succeeded', 'the list shows the research succeeded');
 
   await checkMarkdown();
-  await checkAskOwner();
   if (xssRun) await checkMarkupIsText(Number(xssRun));
+  await signOut();
+}
 
-  // Sign out: the key leaves the session.
+// runAsk signs in, answers the question of an interactive research in the
+// page (checkAskOwner) and signs out.
+async function runAsk() {
+  await signIn();
+  await checkAskOwner();
+  await signOut();
+}
+
+// signOut signs out: the key leaves the session.
+async function signOut() {
   await page.click('#sign-out');
   await page.waitForSelector('#sign-in');
   check(await page.evaluate(() => sessionStorage.getItem('gb.apiKey')) === null, 'signing out forgets the key');
