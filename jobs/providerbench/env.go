@@ -54,8 +54,10 @@ type Env struct {
 	UserID  int64
 	Dataset string
 	Model   string
-	tag     string
-	users   int
+	// Queue is the River queue of the scenario's step jobs.
+	Queue string
+	tag   string
+	users int
 }
 
 // NewUser creates a user of the scenario's own (a user may have only a few
@@ -119,6 +121,7 @@ func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) 
 	// provider.
 	cfg := o.Agent
 	cfg.Queue = "providerbench_" + tag
+	e.Queue = cfg.Queue
 	deps := jobs.Deps{Pool: o.Pool, Model: model, Logger: logger, Config: cfg, Search: noSearch{}, Fetch: fetcher}
 	if e.Starter, err = jobs.New(deps); err != nil {
 		return nil, err

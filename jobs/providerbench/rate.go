@@ -46,8 +46,10 @@ type RateResult struct {
 	// Binding names the binding limit: "RPM" or "TPM".
 	Binding string
 	// PeakRunning is the most step jobs running at once (each holds a
-	// worker slot); PeakInFlight the most calls the provider held at once.
+	// worker slot), MeanRunning how many ran on average over the run;
+	// PeakInFlight is the most calls the provider held at once.
 	PeakRunning, PeakInFlight int
+	MeanRunning               float64
 	Ledger                    Ledger
 }
 
@@ -68,7 +70,8 @@ func RateLimits(ctx context.Context, o RateOptions) (RateResult, error) {
 	sctx, stopSampling := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var peak int
-	wg.Go(func() { peak = sampleRunning(sctx, e) })
+	var mean float64
+	wg.Go(func() { peak, mean = sampleRunning(sctx, e) })
 	began := time.Now()
 	var roots []int64
 	for i := range o.Trees {
@@ -92,7 +95,7 @@ func RateLimits(ctx context.Context, o RateOptions) (RateResult, error) {
 	if err != nil {
 		return RateResult{}, err
 	}
-	r := RateResult{Elapsed: time.Since(began), Provider: e.Fake.Stats(), PeakRunning: peak}
+	r := RateResult{Elapsed: time.Since(began), Provider: e.Fake.Stats(), PeakRunning: peak, MeanRunning: mean}
 	r.PeakInFlight = r.Provider.MaxInFlight
 	r.Refused = r.Provider.Refused429RPM + r.Provider.Refused429TPM + r.Provider.TooLarge
 	r.Share = float64(r.Refused) / float64(max(r.Provider.Requests, 1))
@@ -121,19 +124,23 @@ func throughput(s openaifake.Stats, rpm, tpm int) (float64, string) {
 	return req, "RPM"
 }
 
-// sampleRunning samples the step jobs running until ctx ends and returns
-// the most seen at once.
-func sampleRunning(ctx context.Context, e *Env) int {
-	peak := 0
+// sampleRunning samples the step jobs of the scenario's queue running
+// until ctx ends, every 20 ms, and returns the most seen at once and the
+// mean of the samples.
+func sampleRunning(ctx context.Context, e *Env) (peak int, mean float64) {
+	var sum, samples int
 	for {
 		var n int
-		if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'running' AND kind = $1`,
-			jobs.StepKind).Scan(&n); err == nil {
-			peak = max(peak, n)
+		if err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'running' AND kind = $1
+			AND queue = $2`, jobs.StepKind, e.Queue).Scan(&n); err == nil {
+			peak, sum, samples = max(peak, n), sum+n, samples+1
 		}
 		select {
 		case <-ctx.Done():
-			return peak
+			if samples > 0 {
+				mean = float64(sum) / float64(samples)
+			}
+			return peak, mean
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

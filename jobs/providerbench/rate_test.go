@@ -24,8 +24,9 @@ func TestTreesShareARequestLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d of %d runs succeeded in %s; %d requests, %d refused (%.1f%%); throughput %.0f%% of the %s limit; "+
-		"peak %d jobs running, %d calls at the provider", r.Succeeded, r.Runs, r.Elapsed.Round(time.Second),
-		r.Provider.Requests, r.Refused, 100*r.Share, 100*r.Throughput, r.Binding, r.PeakRunning, r.PeakInFlight)
+		"jobs running %.1f on average (peak %d), %d calls at the provider at most", r.Succeeded, r.Runs,
+		r.Elapsed.Round(time.Second), r.Provider.Requests, r.Refused, 100*r.Share, 100*r.Throughput, r.Binding,
+		r.MeanRunning, r.PeakRunning, r.PeakInFlight)
 	if r.Succeeded != r.Runs || r.Runs != 6*(1+providerbench.SubagentsPerTree) {
 		t.Errorf("%d of %d runs succeeded: %v", r.Succeeded, r.Runs, r.Errors)
 	}

@@ -107,11 +107,11 @@ func (r Report) Print(w io.Writer) error {
 		fmt.Fprintln(tw)
 	}
 	if len(r.Rates) > 0 {
-		fmt.Fprintln(tw, "RATE LIMITS\ttrees\truns ok\trequests\t429s\t429 share\tthroughput\tpeak jobs running\tpeak at provider\telapsed\tledger")
+		fmt.Fprintln(tw, "RATE LIMITS\ttrees\truns ok\trequests\t429s\t429 share\tthroughput\tjobs running: mean\tpeak\tpeak at provider\telapsed\tledger")
 		for _, x := range r.Rates {
-			fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%d\t%.1f%%\t%.0f%% of %s\t%d\t%d\t%s\t%s\n", limitName(x.Limit), x.Runs/4,
+			fmt.Fprintf(tw, "%s\t%d\t%d/%d\t%d\t%d\t%.1f%%\t%.0f%% of %s\t%.1f\t%d\t%d\t%s\t%s\n", limitName(x.Limit), x.Runs/4,
 				x.Succeeded, x.Runs, x.Provider.Requests, x.Refused, 100*x.Share, 100*x.Throughput, x.Binding,
-				x.PeakRunning, x.PeakInFlight, x.Elapsed.Round(time.Second), matches(x.Ledger))
+				x.MeanRunning, x.PeakRunning, x.PeakInFlight, x.Elapsed.Round(time.Second), matches(x.Ledger))
 		}
 		fmt.Fprintln(tw)
 	}
