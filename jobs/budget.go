@@ -162,8 +162,9 @@ func admissionOf(c capacity) admission {
 
 // lockBudget locks the root of a tree and reads its budget, then (in a
 // statement of its own, so that it sees what committed while it waited for
-// the lock) what the tree spent and what calls in flight hold: the calls
-// whose job attempt is still running.
+// the lock) what the tree spent and what calls in flight hold: every call
+// not yet settled, its worker alive or not, since the maintenance pass
+// settles a dead worker's call at its estimate (calls.go).
 func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 	var b budget
 	var maxTokens *int64
@@ -182,9 +183,7 @@ func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 			(SELECT coalesce(sum(tokens), 0)::bigint FROM gb_agent_research_runs WHERE root_id = $1),
 			(SELECT coalesce(sum(cost_usd), 0)::float8 FROM gb_agent_research_runs WHERE root_id = $1),
 			coalesce(sum(c.reserved_tokens), 0)::bigint, coalesce(sum(c.reserved_cost_usd), 0)::float8
-		FROM gb_model_calls c JOIN river_job j ON j.id = c.job_id AND j.state = 'running'
-			AND j.attempted_at IS NOT DISTINCT FROM c.job_attempted_at
-		WHERE c.root_id = $1 AND c.status = 'reserved'`, rootID).
+		FROM gb_model_calls c WHERE c.root_id = $1 AND c.status = 'reserved'`, rootID).
 		Scan(&b.spentTokens, &b.spentCost, &b.inFlightTokens, &b.inFlightCost)
 	if err != nil {
 		return b, fmt.Errorf("error reading spending of tree %d: %w", rootID, err)

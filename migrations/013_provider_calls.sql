@@ -17,8 +17,8 @@ ALTER TABLE gb_agent_research_steps
 -- interrupted job's retry is a new call with a new row. A row is 'queued'
 -- while it holds rate-limit capacity for a call that may start at
 -- not_before, 'reserved' while the call is in flight (its estimate counts
--- against the tree's budget while the job attempt that makes it runs:
--- job_attempted_at), 'settled' once its usage is added to its run
+-- against the tree's budget; job_attempted_at names the job attempt that
+-- makes it, so that the maintenance pass can tell a dead one), 'settled' once its usage is added to its run
 -- (estimated when the worker died with the call in flight and the
 -- maintenance pass settled it with its estimate), 'released' when the
 -- provider did not bill it. est_prompt_tokens is gb's own count of the

@@ -366,7 +366,7 @@ func (c *chaos) checkBudgets(ids []int64) {
 		t.Fatal(err)
 	}
 	t.Logf("roots with more than one budget_exhausted event: %d; model calls left 'reserved' by killed attempts: %d "+
-		"(a reservation counts only while its attempt runs)", twice, reserved)
+		"(the maintenance pass settles those of dead workers at their estimates)", twice, reserved)
 	if twice > 0 {
 		// What recorded the stop twice: the events, and the attempts of
 		// the root's step jobs then.
