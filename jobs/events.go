@@ -40,6 +40,14 @@ const (
 	// EventAnswered: a root's question was answered, by its owner or by
 	// its deadline (data "by"), and the root went on.
 	EventAnswered = "answered"
+	// EventPlanProposed: a root started with approve_plan proposed the
+	// sub-agents it means to spawn (propose_plan) and parked until its
+	// owner's decision or its deadline.
+	EventPlanProposed = "plan_proposed"
+	// EventPlanDecided: a root's plan was approved or rejected by its
+	// owner, or expired at its deadline (data "by" and "decision"), and
+	// the root went on.
+	EventPlanDecided = "plan_decided"
 )
 
 // Event is one entry of a tree's timeline. Seq grows with each event of

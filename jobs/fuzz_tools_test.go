@@ -31,6 +31,7 @@ var toolArgs = map[string]func() any{
 	toolReadReport:    func() any { return new(readReportArgs) },
 	toolSendInput:     func() any { return new(sendInputArgs) },
 	toolAskOwner:      func() any { return new(askOwnerArgs) },
+	toolProposePlan:   func() any { return new(proposePlanArgs) },
 	toolWaitSubagents: func() any {
 		return new(struct {
 			Names []string `json:"names"`

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -59,8 +60,9 @@ func (p *StartParams) checkAsk() error {
 	switch s := p.AnswerTimeoutSeconds; {
 	case s == 0:
 		return nil
-	case !p.Interactive:
-		return &FieldError{"answer_timeout_seconds", "applies only to an interactive research: set interactive to true, or leave it out"}
+	case !p.Interactive && !p.ApprovePlan:
+		return &FieldError{"answer_timeout_seconds", "applies only to an interactive research or one with approve_plan: " +
+			"set interactive or approve_plan to true, or leave it out"}
 	case s < MinAnswerTimeoutSeconds || s > MaxAnswerTimeoutSeconds:
 		return &FieldError{"answer_timeout_seconds", fmt.Sprintf("must be %d to %d seconds (7 days), got %d; "+
 			"leave it out for %d (24 hours)", MinAnswerTimeoutSeconds, MaxAnswerTimeoutSeconds, s, DefaultAnswerTimeoutSeconds)}
@@ -68,28 +70,47 @@ func (p *StartParams) checkAsk() error {
 	return nil
 }
 
-// parkForOwner parks a root on its ask_owner call until an answer or
-// p.until, in the step's transaction, which holds the root lock: the
-// question goes on the run, its wake job is scheduled, and its owner's
-// webhook (research.input_required) is inserted.
+// parkForOwner parks a root on its ask_owner or propose_plan call until
+// its owner's answer or decision, or p.until, in the step's transaction,
+// which holds the root lock: the question or the plan goes on the run,
+// its wake job is scheduled, and its owner's webhook
+// (research.input_required) is inserted.
 func (a *Agent) parkForOwner(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
+	var plan []byte
+	if p.plan != nil {
+		var err error
+		if plan, err = json.Marshal(p.plan); err != nil {
+			return fmt.Errorf("error encoding the plan of run %d: %w", run.ID, err)
+		}
+	}
 	var step int
 	err := tx.QueryRow(ctx, `UPDATE gb_agent_research_runs
 		SET status = 'waiting', state = 'input_required', wait_names = '{}', wait_call_id = $2,
-		    wait_kind = 'owner', wait_until = $3, wait_read_to = 0, question = $4, answer = NULL, updated_at = now()
-		WHERE id = $1 RETURNING steps`, run.ID, p.callID, p.until, p.question).Scan(&step)
+		    wait_kind = 'owner', wait_until = $3, wait_read_to = 0, question = $4, answer = NULL,
+		    plan = coalesce($5::jsonb, plan),
+		    plan_state = CASE WHEN $5::jsonb IS NULL THEN plan_state ELSE 'proposed' END,
+		    plan_note = CASE WHEN $5::jsonb IS NULL THEN plan_note ELSE '' END,
+		    plan_call_id = CASE WHEN $5::jsonb IS NULL THEN plan_call_id ELSE $2 END, updated_at = now()
+		WHERE id = $1 RETURNING steps`, run.ID, p.callID, p.until, p.question, plan).Scan(&step)
 	if err != nil {
-		return fmt.Errorf("error parking run %d on its question: %w", run.ID, err)
+		return fmt.Errorf("error parking run %d for its owner: %w", run.ID, err)
 	}
 	run.Status, run.State, run.Steps = StatusWaiting, StateInputRequired, step
 	run.WaitCallID, run.WaitKind, run.WaitUntil = p.callID, waitOwner, &p.until
-	run.Question, run.AnswerDeadline, run.answer = p.question, &p.until, nil
+	run.Question, run.answer = p.question, nil
 	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'input_required', $2)`,
 		run.ID, step); err != nil {
 		return fmt.Errorf("error recording state: %w", err)
 	}
-	if err := addEvent(ctx, tx, run, EventInputRequired, map[string]any{"question": p.question,
-		"deadline": p.until.UTC(), "step": step}); err != nil {
+	kind, data := EventInputRequired, map[string]any{"question": p.question, "deadline": p.until.UTC(), "step": step}
+	if p.plan != nil {
+		run.planCallID, run.Question = p.callID, ""
+		run.Plan = &Plan{State: PlanProposed, Subagents: p.plan, Deadline: &p.until}
+		kind, data = EventPlanProposed, map[string]any{"subagents": planNames(p.plan), "deadline": p.until.UTC(), "step": step}
+	} else {
+		run.AnswerDeadline = &p.until
+	}
+	if err := addEvent(ctx, tx, run, kind, data); err != nil {
 		return err
 	}
 	if err := a.enqueueWake(ctx, tx, MessageWakeArgs{RunID: run.ID, Step: step, CallID: p.callID}, p.until); err != nil {
@@ -105,33 +126,65 @@ func (a *Agent) notifyInputRequired(ctx context.Context, tx pgx.Tx, run *Run, st
 	return a.enqueueWebhook(ctx, tx, run.ID, WebhookInputRequired, fmt.Sprintf("input_required:%d:%s", step, callID))
 }
 
-// resumeAnswer makes a root parked on ask_owner go on, in a transaction
-// that holds its tree's root lock: it stores what resumed it (answer, nil
-// for the deadline), clears the question, records the answer and inserts
-// its next step job; cancelWake cancels its wake job, which an answer made
-// useless. A run not parked on a question is left alone.
+// ownerReply is what resumes a root parked for its owner: the answer to
+// its question or the decision on its plan; neither for the deadline.
+type ownerReply struct {
+	answer *string
+	plan   *PlanDecision
+}
+
+// resumeAnswer makes a root parked on ask_owner or propose_plan go on
+// with answer (nil for the deadline), as resumeOwner says.
 func (a *Agent) resumeAnswer(ctx context.Context, tx pgx.Tx, run *Run, answer *string, cancelWake bool) error {
+	return a.resumeOwner(ctx, tx, run, ownerReply{answer: answer}, cancelWake)
+}
+
+// resumeOwner makes a root parked on ask_owner or propose_plan go on, in a
+// transaction that holds its tree's root lock: it stores what resumed it
+// (the answer, nil for the deadline; or where its plan now stands, with
+// the approved list and the owner's note), clears the question, records
+// the answer or decision and inserts its next step job; cancelWake cancels
+// its wake job, which an answer made useless. A run not parked for its
+// owner is left alone.
+func (a *Agent) resumeOwner(ctx context.Context, tx pgx.Tx, run *Run, reply ownerReply, cancelWake bool) error {
+	onPlan := run.WaitsForPlan()
+	state, note, plan, err := planOutcome(run, reply)
+	if err != nil {
+		return err
+	}
 	var step int
-	err := tx.QueryRow(ctx, `UPDATE gb_agent_research_runs
-		SET status = 'working', state = 'thinking', question = '', answer = $2, updated_at = now()
+	err = tx.QueryRow(ctx, `UPDATE gb_agent_research_runs
+		SET status = 'working', state = 'thinking', question = '', answer = $2,
+		    plan_state = CASE WHEN $3 = '' THEN plan_state ELSE $3 END,
+		    plan_note = CASE WHEN $3 = '' THEN plan_note ELSE $4 END,
+		    plan = coalesce($5::jsonb, plan), updated_at = now()
 		WHERE id = $1 AND status = 'waiting' AND wait_kind = 'owner' AND wait_call_id <> ''
-		RETURNING steps`, run.ID, answer).Scan(&step)
+		RETURNING steps`, run.ID, reply.answer, state, note, plan).Scan(&step)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // not parked on a question: nothing to resume
 	}
 	if err != nil {
 		return fmt.Errorf("error resuming run %d: %w", run.ID, err)
 	}
-	run.Status, run.State, run.Question, run.AnswerDeadline, run.answer = StatusWorking, StateThinking, "", nil, answer
+	run.Status, run.State, run.Question, run.AnswerDeadline, run.answer = StatusWorking, StateThinking, "", nil, reply.answer
 	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'thinking', $2)`,
 		run.ID, step+1); err != nil {
 		return fmt.Errorf("error recording state: %w", err)
 	}
-	data := map[string]any{"by": answeredByDeadline}
-	if answer != nil {
-		data = map[string]any{"by": answeredByOwner, "answer": oneLine(*answer, 300)}
+	kind, data := EventAnswered, map[string]any{"by": answeredByDeadline}
+	switch {
+	case onPlan:
+		kind, data = EventPlanDecided, map[string]any{"by": answeredByDeadline, "decision": state}
+		if reply.plan != nil {
+			data["by"] = answeredByOwner
+		}
+		if err := applyPlanOutcome(run, state, note, plan); err != nil {
+			return err
+		}
+	case reply.answer != nil:
+		data = map[string]any{"by": answeredByOwner, "answer": oneLine(*reply.answer, 300)}
 	}
-	if err := addEvent(ctx, tx, run, EventAnswered, data); err != nil {
+	if err := addEvent(ctx, tx, run, kind, data); err != nil {
 		return err
 	}
 	if cancelWake {
@@ -140,6 +193,19 @@ func (a *Agent) resumeAnswer(ctx context.Context, tx pgx.Tx, run *Run, answer *s
 		}
 	}
 	return a.enqueueStep(ctx, tx, run, step+1)
+}
+
+// ownerResult is the result of the parked call in the step its owner (or
+// its deadline) resumed: propose_plan's or ask_owner's.
+func ownerResult(ctx context.Context, db DB, run *Run) (llm.Message, error) {
+	if run.WaitCallID != run.planCallID {
+		return answerResult(run), nil
+	}
+	proposed, err := countProposals(ctx, db, run)
+	if err != nil {
+		return llm.Message{}, err
+	}
+	return planResult(run, proposed), nil
 }
 
 // answerResult is ask_owner's result in the step a question resumed: the

@@ -104,10 +104,17 @@ type Run struct {
 	AnswerDeadline *time.Time `json:"answer_deadline,omitempty"`
 	// answer is what resumed the run's last question: the owner's text,
 	// or nil when its deadline did.
-	answer    *string
-	Report    string    `json:"report"`
-	Error     string    `json:"error"`
-	CreatedAt time.Time `json:"created_at"`
+	answer *string
+	// ApprovePlan says a root must propose its sub-agents (propose_plan)
+	// and have its owner approve them before it spawns; Plan is its last
+	// plan and where it stands (nil before the first proposal).
+	ApprovePlan bool  `json:"approve_plan"`
+	Plan        *Plan `json:"plan,omitempty"`
+	// planCallID is the id of the run's last propose_plan call.
+	planCallID string
+	Report     string    `json:"report"`
+	Error      string    `json:"error"`
+	CreatedAt  time.Time `json:"created_at"`
 	// TreeStartedAt is when the run's tree started (its root's CreatedAt).
 	TreeStartedAt time.Time  `json:"-"`
 	StartedAt     *time.Time `json:"started_at"`
@@ -137,7 +144,15 @@ func (r *Run) waitsForOwner() bool { return r.WaitCallID != "" && r.WaitKind == 
 
 // WaitsForAnswer reports whether the run is parked on a question to its
 // owner, which an answer (Agent.Answer) or its deadline resumes.
-func (r *Run) WaitsForAnswer() bool { return r.Status == StatusWaiting && r.waitsForOwner() }
+func (r *Run) WaitsForAnswer() bool {
+	return r.Status == StatusWaiting && r.waitsForOwner() && r.WaitCallID != r.planCallID
+}
+
+// WaitsForPlan reports whether the run is parked on the plan it proposed,
+// which its owner's decision (Agent.DecidePlan) or its deadline resumes.
+func (r *Run) WaitsForPlan() bool {
+	return r.Status == StatusWaiting && r.waitsForOwner() && r.WaitCallID == r.planCallID
+}
 
 // IsRoot reports whether a user started the run (it has no parent).
 func (r *Run) IsRoot() bool { return r.ParentID == nil }
@@ -146,7 +161,8 @@ const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic,
 	status, state, max_steps, steps, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
 	tokens, cost_usd::float8,
 	max_cost_usd::float8, max_tokens, max_subagents, agent_type, deadline, wait_names, wait_call_id,
-	wait_kind, wait_until, wait_read_to, interactive, answer_timeout_s, question, answer, report, error,
+	wait_kind, wait_until, wait_read_to, interactive, answer_timeout_s, question, answer,
+	approve_plan, plan, plan_state, plan_note, plan_call_id, report, error,
 	created_at, started_at, updated_at, ended_at, tree_started_at`
 
 // runByIDSQL reads one run.
@@ -154,11 +170,14 @@ const runByIDSQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE 
 
 func scanRun(row pgx.Row) (*Run, error) {
 	var r Run
+	var planJSON []byte
+	var planState, planNote string
 	err := row.Scan(&r.ID, &r.UserID, &r.ParentID, &r.RootID, &r.Depth, &r.Name, &r.Reason,
 		&r.Topic, &r.Model, &r.Dataset, &r.Status, &r.State, &r.MaxSteps, &r.Steps,
 		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
 		&r.MaxSubagents, &r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID,
 		&r.WaitKind, &r.WaitUntil, &r.WaitReadTo, &r.Interactive, &r.AnswerTimeoutSeconds, &r.Question, &r.answer,
+		&r.ApprovePlan, &planJSON, &planState, &planNote, &r.planCallID,
 		&r.Report, &r.Error, &r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt, &r.TreeStartedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
@@ -171,8 +190,11 @@ func scanRun(row pgx.Row) (*Run, error) {
 	} else {
 		r.Question = "" // a question shows only while it waits
 	}
-	if !r.Interactive {
+	if !r.Interactive && !r.ApprovePlan {
 		r.AnswerTimeoutSeconds = 0
+	}
+	if r.Plan, err = readPlan(&r, planJSON, planState, planNote); err != nil {
+		return nil, err
 	}
 	return &r, nil
 }

@@ -60,6 +60,10 @@ type StartParams struct {
 	// answer (0: DefaultAnswerTimeoutSeconds).
 	Interactive          bool
 	AnswerTimeoutSeconds int
+	// ApprovePlan makes the root propose the sub-agents it means to spawn
+	// (propose_plan) and wait for its owner's approval before it spawns
+	// any (plan.go); AnswerTimeoutSeconds bounds that wait too.
+	ApprovePlan bool
 }
 
 // Validate checks the inputs and fills the defaults. Every edge that starts
@@ -166,12 +170,14 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 			p.WebhookURL = *userWebhook
 		}
 		run, err = scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
-				max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url, interactive, answer_timeout_s)
+				max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url, interactive, answer_timeout_s,
+				approve_plan)
 			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''), $9, nullif($10, ''),
-				$11, $12)
+				$11, $12, $13)
 			RETURNING `+runColumns,
 			p.UserID, p.Topic, a.model.Name(), p.Dataset, p.MaxSteps, p.MaxCostUSD, p.MaxTokens, p.ScheduleKey,
-			a.subagentLimit(userLimit), p.WebhookURL, p.Interactive, cmpOr(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds)))
+			a.subagentLimit(userLimit), p.WebhookURL, p.Interactive, cmpOr(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds),
+			p.ApprovePlan))
 		if err != nil {
 			return fmt.Errorf("error inserting research: %w", err)
 		}

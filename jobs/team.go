@@ -46,10 +46,10 @@ type SpawnParams struct {
 	Task     string `json:"task"`
 	MaxSteps int    `json:"max_steps"`
 	// Type names the sub-agent's type (DefaultType when empty).
-	Type string `json:"type"`
+	Type string `json:"type,omitempty"`
 	// Model names the sub-agent's model, one the operator allows (its
 	// parent's when empty).
-	Model string `json:"model"`
+	Model string `json:"model,omitempty"`
 }
 
 // check trims the texts and checks them, lengths in characters, and fills
@@ -156,6 +156,7 @@ type parkRequest struct {
 	names    []string
 	messages bool
 	question string
+	plan     []SpawnParams
 	until    time.Time
 }
 
@@ -166,6 +167,8 @@ func (p *parkRequest) what() string {
 		return "read_messages"
 	case p.question != "":
 		return "ask_owner"
+	case p.plan != nil:
+		return "propose_plan"
 	}
 	return "wait_subagents"
 }
@@ -229,7 +232,8 @@ func (a *Agent) resumeResult(ctx context.Context, db DB, run *Run) (llm.Message,
 		return a.messageWaitResult(ctx, db, run)
 	}
 	if run.waitsForOwner() {
-		return answerResult(run), nil, nil
+		msg, err := ownerResult(ctx, db, run)
+		return msg, nil, err
 	}
 	result, err := a.waitResult(ctx, db, run, run.WaitNames)
 	if err != nil {
@@ -258,7 +262,7 @@ func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) e
 	if p.messages {
 		return a.parkForMessages(ctx, tx, run, p)
 	}
-	if p.question != "" {
+	if p.question != "" || p.plan != nil {
 		return a.parkForOwner(ctx, tx, run, p)
 	}
 	names := p.names

@@ -32,6 +32,10 @@ func runSpawn(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, e
 	if err := decodeArgs(raw, &p, spawnShape); err != nil {
 		return "", err
 	}
+	p, err := planned(env.run, p)
+	if err != nil {
+		return "", err
+	}
 	child, err := env.agent.spawn(ctx, env.tx, env.run, p)
 	if err != nil {
 		return "", err

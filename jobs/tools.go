@@ -33,6 +33,7 @@ const (
 	toolReadReport     = "read_report"
 	toolSendInput      = "send_input"
 	toolAskOwner       = "ask_owner"
+	toolProposePlan    = "propose_plan"
 )
 
 // toolEnv is what a tool sees: the step's transaction and the locked run.
@@ -280,6 +281,9 @@ func (a *Agent) placeTools(run *Run) []string {
 	if asksOwner(run) {
 		names = append(names, toolAskOwner)
 	}
+	if mustPlan(run) && slices.Contains(names, toolSpawnSubagent) {
+		names = append(names, toolProposePlan)
+	}
 	return names
 }
 
@@ -305,6 +309,9 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 	}
 	if asksOwner(run) {
 		parts = append(parts, prompts.AskOwner)
+	}
+	if canSpawn && mustPlan(run) {
+		parts = append(parts, prompts.ProposePlan)
 	}
 	if !run.IsRoot() {
 		sub, err := prompts.Subagent(prompts.SubagentData{Name: run.Name, Reason: run.Reason, CanSpawn: canSpawn})

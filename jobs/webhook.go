@@ -29,8 +29,9 @@ const (
 	WebhookTimedOut = "research.timed_out"
 	// WebhookCancelled: its owner cancelled the research (Agent.Cancel).
 	WebhookCancelled = "research.cancelled"
-	// WebhookInputRequired: the research asked its owner a question and
-	// waits for the answer; sent once per question, with the parking
+	// WebhookInputRequired: the research asked its owner a question, or
+	// proposed its plan of sub-agents, and waits for the answer or the
+	// decision; sent once per question or plan, with the parking
 	// (owner_wait.go), not with an end.
 	WebhookInputRequired = "research.input_required"
 )

@@ -32,6 +32,10 @@ var (
 	// root that may (ask_owner).
 	//go:embed ask_owner.md
 	AskOwner string
+	// ProposePlan says a root must have its sub-agents approved by its
+	// owner before it spawns them (propose_plan).
+	//go:embed propose_plan.md
+	ProposePlan string
 	// WebSearch is the system prompt of the model call a web search makes
 	// (the openai search provider's); it is not part of an agent's prompt.
 	//go:embed web_search.md
