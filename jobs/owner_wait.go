@@ -62,7 +62,7 @@ func (p *StartParams) checkAsk() error {
 		return nil
 	case !p.Interactive && !p.ApprovePlan:
 		return &FieldError{"answer_timeout_seconds", "applies only to an interactive research or one with approve_plan: " +
-			"set interactive or approve_plan to true, or leave it out"}
+			"set interactive to true (or approve_plan), or leave it out"}
 	case s < MinAnswerTimeoutSeconds || s > MaxAnswerTimeoutSeconds:
 		return &FieldError{"answer_timeout_seconds", fmt.Sprintf("must be %d to %d seconds (7 days), got %d; "+
 			"leave it out for %d (24 hours)", MinAnswerTimeoutSeconds, MaxAnswerTimeoutSeconds, s, DefaultAnswerTimeoutSeconds)}
@@ -76,12 +76,13 @@ func (p *StartParams) checkAsk() error {
 // its wake job is scheduled, and its owner's webhook
 // (research.input_required) is inserted.
 func (a *Agent) parkForOwner(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
-	var plan []byte
+	var plan *string // text, not bytes: a pool in exec mode would send bytes as bytea
 	if p.plan != nil {
-		var err error
-		if plan, err = json.Marshal(p.plan); err != nil {
+		b, err := json.Marshal(p.plan)
+		if err != nil {
 			return fmt.Errorf("error encoding the plan of run %d: %w", run.ID, err)
 		}
+		plan = new(string(b))
 	}
 	var step int
 	err := tx.QueryRow(ctx, `UPDATE gb_agent_research_runs
@@ -159,7 +160,7 @@ func (a *Agent) resumeOwner(ctx context.Context, tx pgx.Tx, run *Run, reply owne
 		    plan_note = CASE WHEN $3 = '' THEN plan_note ELSE $4 END,
 		    plan = coalesce($5::jsonb, plan), updated_at = now()
 		WHERE id = $1 AND status = 'waiting' AND wait_kind = 'owner' AND wait_call_id <> ''
-		RETURNING steps`, run.ID, reply.answer, state, note, plan).Scan(&step)
+		RETURNING steps`, run.ID, reply.answer, state, note, planText(plan)).Scan(&step)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // not parked on a question: nothing to resume
 	}

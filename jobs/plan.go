@@ -317,6 +317,15 @@ func applyPlanOutcome(run *Run, state, note string, plan []byte) error {
 	return nil
 }
 
+// planText is plan as text for a jsonb parameter (nil for none): a pool
+// in exec mode would send bytes as bytea.
+func planText(plan []byte) *string {
+	if plan == nil {
+		return nil
+	}
+	return new(string(plan))
+}
+
 // planNames are the names of a plan's sub-agents.
 func planNames(subs []SpawnParams) []string {
 	names := make([]string, len(subs))

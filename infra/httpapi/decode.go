@@ -21,9 +21,10 @@ import (
 // The JSON fields each route's body takes, exactly as spelled.
 var (
 	createFields = []string{"topic", "max_steps", "dataset", "max_cost_usd", "max_tokens", "webhook_url",
-		"interactive", "answer_timeout_seconds"}
+		"interactive", "answer_timeout_seconds", "approve_plan"}
 	messageFields = []string{"text"}
 	answerFields  = []string{"text"}
+	planFields    = []string{"decision", "subagents", "note"}
 )
 
 // bodyError is a request body that cannot be decoded: a 400 naming the

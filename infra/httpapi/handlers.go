@@ -27,6 +27,9 @@ type createRequest struct {
 	// 0 is refused.
 	Interactive          bool `json:"interactive"`
 	AnswerTimeoutSeconds *int `json:"answer_timeout_seconds"`
+	// ApprovePlan makes the root have its plan of sub-agents approved
+	// before it spawns any.
+	ApprovePlan bool `json:"approve_plan"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +72,8 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 // default, an explicit 0 is an error (StartParams takes 0 as the default).
 func (req createRequest) params(uid int64) (jobs.StartParams, error) {
 	p := jobs.StartParams{UserID: uid, Topic: req.Topic, Dataset: req.Dataset,
-		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens, WebhookURL: req.WebhookURL, Interactive: req.Interactive}
+		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens, WebhookURL: req.WebhookURL, Interactive: req.Interactive,
+		ApprovePlan: req.ApprovePlan}
 	if t := req.AnswerTimeoutSeconds; t != nil {
 		if *t == 0 {
 			return p, &jobs.FieldError{Field: "answer_timeout_seconds", Msg: fmt.Sprintf(

@@ -55,6 +55,7 @@ var Routes = []Route{
 	{"POST", "/v1/gb/research/{id}/messages"},
 	{"GET", "/v1/gb/research/{id}/sources"},
 	{"POST", "/v1/gb/research/{id}/answer"},
+	{"POST", "/v1/gb/research/{id}/plan"},
 }
 
 // PublicRoutes are the routes served without an API key: the OpenAPI
@@ -108,6 +109,7 @@ func New(d Deps) http.Handler {
 		{"POST", "/v1/gb/research/{id}/messages"}: a.sendMessage,
 		{"GET", "/v1/gb/research/{id}/sources"}:   a.sources,
 		{"POST", "/v1/gb/research/{id}/answer"}:   a.answer,
+		{"POST", "/v1/gb/research/{id}/plan"}:     a.decidePlan,
 		{"GET", "/v1/gb/keys"}:                    a.listKeys,
 		{"POST", "/v1/gb/keys"}:                   a.createKey,
 		{"DELETE", "/v1/gb/keys/{id}"}:            a.revokeKey,
@@ -198,6 +200,8 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, "no_inbox", "", err.Error())
 	case errors.Is(err, jobs.ErrNotAsking):
 		writeError(w, http.StatusConflict, "not_asking", "", err.Error())
+	case errors.Is(err, jobs.ErrNotProposing):
+		writeError(w, http.StatusConflict, "not_proposing", "", err.Error())
 	case errors.Is(err, jobs.ErrTooManyWorking):
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfterTooManySeconds))
 		writeError(w, http.StatusTooManyRequests, "too_many_working", "", err.Error())
