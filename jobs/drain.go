@@ -117,6 +117,10 @@ type DrainResult struct {
 	Restored int `json:"restored"`
 	// Ready counts the jobs ready to run when the drain ended.
 	Ready int `json:"ready"`
+	// OldestReady is how long, in seconds, the step job that has waited
+	// longest to run had waited when the drain ended (0: none waited): the
+	// queue's delay, which the stack's alarm watches.
+	OldestReady float64 `json:"oldest_ready_s"`
 	// Kicks counts the calls of OnBacklog.
 	Kicks int `json:"kicks"`
 }
@@ -230,6 +234,9 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 		log.WarnContext(ctx, "could not count the jobs left", "err", err)
 	}
 	res.Ready = ready
+	if res.OldestReady, err = a.oldestReady(qctx); err != nil {
+		log.WarnContext(ctx, "could not measure the queue's delay", "err", err)
+	}
 	if res.Reason != DrainIdle && ready > 0 {
 		kick("work left at the deadline")
 	}
@@ -333,6 +340,20 @@ func (a *Agent) stopAtDeadline(ctx context.Context, p DrainParams, count bool, r
 	res.Restored, res.Interrupted = restored, waiting
 	log.InfoContext(ctx, "cancelled jobs at the deadline", "interrupted", waiting, "restored", restored)
 	return nil
+}
+
+// oldestReady is how long, in seconds, the step job of the agent's queue
+// that has waited longest to run has waited: since it was queued, or since
+// it came due after a snooze or a failed attempt (a new step job is queued
+// with its tree's start as scheduled_at, so the later of the two counts).
+func (a *Agent) oldestReady(ctx context.Context) (float64, error) {
+	var s float64
+	err := a.pool.QueryRow(ctx, `SELECT coalesce(extract(epoch FROM now() - min(greatest(created_at, scheduled_at))), 0)::float8
+		FROM river_job WHERE queue = $1 AND kind = $2 AND state = 'available'`, a.config.Queue, StepKind).Scan(&s)
+	if err != nil {
+		return 0, fmt.Errorf("error measuring the queue's delay: %w", err)
+	}
+	return max(s, 0), nil
 }
 
 // queueCounts returns how many jobs of the default queue are ready (or

@@ -454,3 +454,34 @@ func TestDrainStopsWhenItsContextEnds(t *testing.T) {
 		t.Fatalf("interruptions in a row: %v; the caller's cancellation is not a deadline's", n)
 	}
 }
+
+// The queue's delay a drain reports is the age of the step job that has
+// waited longest: since it was queued, or since it came due again.
+func TestOldestReadyIsTheQueuesDelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	ctx := context.Background()
+	if s, err := b.agent.OldestReady(ctx); err != nil || s != 0 {
+		t.Fatalf("empty queue: %v, %v; want 0", s, err)
+	}
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Queued ten minutes ago (its scheduled_at is its tree's start, older still).
+	if _, err := b.pool.Exec(ctx, `UPDATE river_job SET created_at = now() - interval '10 minutes',
+		scheduled_at = now() - interval '20 minutes' WHERE (args->>'run_id')::bigint = $1`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := b.agent.OldestReady(ctx); err != nil || s < 599 || s > 700 {
+		t.Fatalf("a job queued 10 minutes ago: %v s, %v; want about 600", s, err)
+	}
+	// Due again 2 minutes ago after a snooze: it has waited since then.
+	if _, err := b.pool.Exec(ctx, `UPDATE river_job SET scheduled_at = now() - interval '2 minutes'
+		WHERE (args->>'run_id')::bigint = $1`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := b.agent.OldestReady(ctx); err != nil || s < 119 || s > 200 {
+		t.Fatalf("a job due again 2 minutes ago: %v s, %v; want about 120", s, err)
+	}
+}

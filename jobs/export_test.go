@@ -60,3 +60,6 @@ func (a *Agent) RunToolForTest(ctx context.Context, runID int64, name, args stri
 
 // Stopping reports whether Stop was called and has not returned.
 func (a *Agent) Stopping() bool { return a.stopping.Load() }
+
+// OldestReady exposes oldestReady to the tests.
+func (a *Agent) OldestReady(ctx context.Context) (float64, error) { return a.oldestReady(ctx) }

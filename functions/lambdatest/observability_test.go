@@ -158,10 +158,10 @@ func TestTemplateAlarms(t *testing.T) {
 	if c := tpl.Conditions["HasAlarmTopic"]; !jsonEqual(c, map[string]any{"Fn::Not": []any{map[string]any{"Fn::Equals": []any{map[string]any{"Ref": "AlarmTopicArn"}, ""}}}}) {
 		t.Errorf("condition HasAlarmTopic is %v", c)
 	}
-	filter := dig(tpl.Resources["StepJobsLeftReadyMetric"], "Properties", "MetricTransformations")
+	filter := dig(tpl.Resources["StepJobWaitMetric"], "Properties", "MetricTransformations")
 	transforms, _ := filter.([]any)
 	if len(transforms) != 1 {
-		t.Fatalf("StepJobsLeftReadyMetric transforms %v, want one metric", filter)
+		t.Fatalf("StepJobWaitMetric transforms %v, want one metric", filter)
 	}
 	for _, tc := range []struct {
 		alarm, namespace, metric, statistic, comparison, threshold string
@@ -177,10 +177,10 @@ func TestTemplateAlarms(t *testing.T) {
 			"ApiId", map[string]any{"Ref": "HttpApi"}},
 		{"SchedulerFailuresAlarm", "AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", "GreaterThanThreshold", "0", false,
 			"QueueName", map[string]any{"Fn::GetAtt": []any{"SchedulerFailures", "QueueName"}}},
-		// The metric the worker's log lines make: the smallest ready count
-		// of the invocations that ended, at least 1 for 30 minutes.
+		// The metric the worker's log lines make: the age of the oldest
+		// available step job when an invocation ended, 5 minutes or more.
 		{"StepJobsWaitingAlarm", fmt.Sprint(dig(transforms[0], "MetricNamespace", "Fn::Sub")), fmt.Sprint(dig(transforms[0], "MetricName")),
-			"Minimum", "GreaterThanOrEqualToThreshold", "1", true, "", nil},
+			"Maximum", "GreaterThanOrEqualToThreshold", "300", true, "", nil},
 	} {
 		r := tpl.Resources[tc.alarm]
 		if r["Type"] != "AWS::CloudWatch::Alarm" {
@@ -253,9 +253,9 @@ func (b *lockedBuffer) String() string {
 func TestTemplateMetricFilterMatchesTheWorker(t *testing.T) {
 	t.Parallel()
 	tpl := loadTemplate(t)
-	mf := tpl.Resources["StepJobsLeftReadyMetric"]
+	mf := tpl.Resources["StepJobWaitMetric"]
 	if mf["Type"] != "AWS::Logs::MetricFilter" || !jsonEqual(dig(mf, "Properties", "LogGroupName"), map[string]any{"Ref": "WorkerLogGroup"}) {
-		t.Fatalf("StepJobsLeftReadyMetric: %v on %v, want a metric filter on the worker's log group", mf["Type"], dig(mf, "Properties", "LogGroupName"))
+		t.Fatalf("StepJobWaitMetric: %v on %v, want a metric filter on the worker's log group", mf["Type"], dig(mf, "Properties", "LogGroupName"))
 	}
 	pattern := filterPattern.FindStringSubmatch(fmt.Sprint(dig(mf, "Properties", "FilterPattern")))
 	transforms, _ := dig(mf, "Properties", "MetricTransformations").([]any)

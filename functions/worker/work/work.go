@@ -242,6 +242,7 @@ func (w *Worker) Handle(ctx context.Context, ev Event) (Result, error) {
 	res.Millis = time.Since(began).Milliseconds()
 	log.InfoContext(ctx, "worker invocation done", "source", res.Source, "reason", res.Drain.Reason,
 		"worked", res.Drain.Worked, "deferred", res.Drain.Deferred, "interrupted", res.Drain.Interrupted, "ready", res.Drain.Ready,
+		"oldest_ready_s", res.Drain.OldestReady,
 		"kicks", res.Drain.Kicks, "rescued", m.Rescued, "scheduled", m.Scheduled, "ms", res.Millis)
 	if err != nil {
 		return res, fmt.Errorf("worker invocation: %w", err)
