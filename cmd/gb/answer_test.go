@@ -50,6 +50,13 @@ func (askModel) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 // a built gb.
 func startAskStack(t *testing.T) *cliStack {
 	t.Helper()
+	return startModelStack(t, askModel{})
+}
+
+// startModelStack is an API with a working agent on model, a user key and
+// a built gb.
+func startModelStack(t *testing.T, model llm.Model) *cliStack {
+	t.Helper()
 	ctx := context.Background()
 	pool, err := db.Open(ctx, db.PoolConfig{URL: dbtest.NewURL(t), MaxConns: 20})
 	if err != nil {
@@ -59,7 +66,7 @@ func startAskStack(t *testing.T) *cliStack {
 	if _, err := kb.Load(ctx, pool, jobs.DefaultDataset, []kb.Document{{Source: "s", Title: "t", Body: "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: askModel{}, Work: true})
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Work: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+
+	"github.com/gbresearch/gb/jobs"
 )
 
 func mcpCmd() *cobra.Command {
@@ -16,7 +18,8 @@ func mcpCmd() *cobra.Command {
 		Short: "Serve the Model Context Protocol over stdio: tools that start and read researches",
 		Long: `Serves MCP over stdin/stdout with tools to start a research, get one, list runs,
 show a tree, read events, messages and sources, answer the question an
-interactive research asks, and cancel. The tools call the
+interactive research asks, decide the plan of sub-agents a research proposes,
+and cancel. The tools call the
 REST API at GB_API_URL (default http://127.0.0.1:8080) with GB_API_KEY, so an
 MCP client sees only the runs of that key's user.
 
@@ -50,7 +53,16 @@ type (
 		// Interactive and AnswerTimeoutSeconds let the research ask its
 		// owner (answer_research answers).
 		Interactive          bool `json:"interactive,omitempty" jsonschema:"true lets the research ask you a question when the answer changes it; answer it with answer_research"`
-		AnswerTimeoutSeconds int  `json:"answer_timeout_seconds,omitempty" jsonschema:"with interactive: seconds each question waits for your answer, 5 to 604800 (default 86400)"`
+		AnswerTimeoutSeconds int  `json:"answer_timeout_seconds,omitempty" jsonschema:"with interactive or approve_plan: seconds each question or plan waits for you, 5 to 604800 (default 86400)"`
+		// ApprovePlan makes the research propose its sub-agents for
+		// decide_plan before it spawns any.
+		ApprovePlan bool `json:"approve_plan,omitempty" jsonschema:"true makes the research propose the sub-agents it means to spawn and wait for your decision (decide_plan) before it spawns any"`
+	}
+	mcpPlanInput struct {
+		ID        int64              `json:"id" jsonschema:"the run id of the research that proposed a plan"`
+		Decision  string             `json:"decision" jsonschema:"approve or reject"`
+		Subagents []jobs.SpawnParams `json:"subagents,omitempty" jsonschema:"with approve: the edited list of sub-agents to approve instead of the proposed one"`
+		Note      string             `json:"note,omitempty" jsonschema:"a note told to the research with the decision"`
 	}
 	mcpAnswerInput struct {
 		ID   int64  `json:"id" jsonschema:"the run id of the research that asks"`
@@ -98,6 +110,9 @@ func newMCPServer(c *apiClient) *mcp.Server {
 			}
 			if in.Interactive {
 				body["interactive"] = true
+			}
+			if in.ApprovePlan {
+				body["approve_plan"] = true
 			}
 			var out mcpOut
 			err := c.do(ctx, "POST", "/v1/gb/research", body, &out)
@@ -158,6 +173,27 @@ func newMCPServer(c *apiClient) *mcp.Server {
 				return nil, err
 			}
 			return mcpOut{"id": run.ID, "status": run.Status, "state": run.State}, nil
+		})
+	addTool(s, "decide_plan", "Approve or reject the plan of sub-agents a research started with approve_plan proposed "+
+		"(get_research shows it as plan, state proposed, with its deadline); approve may give an edited list of sub-agents. "+
+		"The research goes on at once: after an approval it spawns exactly the approved sub-agents, after a rejection it may "+
+		"propose again. A plan is decided once: deciding for a research that waits for no decision is an error that says why.",
+		func(ctx context.Context, in mcpPlanInput) (mcpOut, error) {
+			if err := checkID(in.ID); err != nil {
+				return nil, err
+			}
+			body := map[string]any{"decision": in.Decision}
+			if in.Subagents != nil {
+				body["subagents"] = in.Subagents
+			}
+			if in.Note != "" {
+				body["note"] = in.Note
+			}
+			run, err := decidePlan(ctx, c, in.ID, body)
+			if err != nil {
+				return nil, err
+			}
+			return mcpOut{"id": run.ID, "status": run.Status, "state": run.State, "plan": run.Plan}, nil
 		})
 	addTool(s, "cancel_research", "Cancel a run that has not ended, with its working sub-agents; cancelling an ended run is an error.",
 		withID(func(ctx context.Context, id int64) (mcpOut, error) {

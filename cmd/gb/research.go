@@ -18,7 +18,7 @@ func researchCmd() *cobra.Command {
   gb research list --status working
   gb research tree 1 --follow`,
 		researchStartCmd(), researchListCmd(), researchGetCmd(), researchTreeCmd(), researchEventsCmd(),
-		researchMessagesCmd(), researchSourcesCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(),
+		researchMessagesCmd(), researchSourcesCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
 		researchCancelCmd(), researchDeleteCmd())
 }
 
@@ -58,6 +58,7 @@ func researchStartCmd() *cobra.Command {
 		maxTokens int64
 		webhook   string
 		ask       bool
+		plan      bool
 		askWait   time.Duration
 	)
 	cmd := &cobra.Command{
@@ -65,7 +66,8 @@ func researchStartCmd() *cobra.Command {
 		Short: "Start a research; print its id, or follow it to its report",
 		Example: `  gb research start "How does sync.WaitGroup work?"
   gb research start "What does context carry?" --max-steps 20 --max-cost-usd 0.50 --follow
-  gb research start "Which HTTP client should we use?" --interactive --answer-timeout 2h --follow`,
+  gb research start "Which HTTP client should we use?" --interactive --answer-timeout 2h --follow
+  gb research start "Compare Go's HTTP routers" --approve-plan --follow`,
 		Args: args(1, 1, "one TOPIC (quote it)"),
 		RunE: withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
 			body := map[string]any{"topic": a[0]}
@@ -86,6 +88,9 @@ func researchStartCmd() *cobra.Command {
 			}
 			if ask {
 				body["interactive"] = true
+			}
+			if plan {
+				body["approve_plan"] = true
 			}
 			if cmd.Flags().Changed("answer-timeout") {
 				s, err := answerTimeoutFlag(askWait)
@@ -115,7 +120,8 @@ func researchStartCmd() *cobra.Command {
 	f.Int64Var(&maxTokens, "max-tokens", 0, "budget of the whole tree in tokens")
 	f.StringVar(&webhook, "webhook-url", "", "URL to notify when the research ends (default: yours, see gb webhooks)")
 	f.BoolVar(&ask, "interactive", false, "let the research ask you a question when the answer changes it (gb research answer)")
-	f.DurationVar(&askWait, "answer-timeout", 0, "with --interactive: how long each question waits for your answer, 5s to 168h (default 24h)")
+	f.BoolVar(&plan, "approve-plan", false, "make the research propose its sub-agents and wait for your decision before it spawns any (gb research plan)")
+	f.DurationVar(&askWait, "answer-timeout", 0, "with --interactive or --approve-plan: how long each question or plan waits for you, 5s to 168h (default 24h)")
 	return cmd
 }
 
@@ -245,6 +251,9 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 	}
 	if d.Question != "" {
 		printQuestion(w, d.ID, d.Question, d.AnswerDeadline)
+	}
+	if d.Plan != nil {
+		printPlan(w, d.ID, d.Plan)
 	}
 	if len(d.Subagents) > 0 {
 		fmt.Fprintln(w)
