@@ -128,6 +128,8 @@ function detail(ev) {
     case 'waiting': return d.for === 'messages' ? 'for messages until ' + fmtTime(d.until) : 'for ' + list(d.names);
     case 'resumed': return d.by ? 'by ' + d.by : '';
     case 'input_required': return (d.question || '') + (d.deadline ? ' (answer by ' + fmtDateTime(d.deadline) + ')' : '');
+    case 'plan_proposed': return list(d.subagents) + (d.deadline ? ' (decide by ' + fmtDateTime(d.deadline) + ')' : '');
+    case 'plan_decided': return d.by === 'owner' ? (d.decision || '') + ' by its owner' : 'no decision by the deadline';
     case 'answered': return d.by === 'owner' ? 'by its owner' + (d.answer ? ': ' + d.answer : '') : 'no answer by the deadline';
     case 'completed': return d.steps !== undefined ? d.steps + ' steps' : '';
     case 'failed': case 'cancelled': case 'budget_exhausted': return d.error || '';

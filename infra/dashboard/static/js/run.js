@@ -7,6 +7,7 @@ import { api, sleep, APIError } from './api.js';
 import { h } from './dom.js';
 import { renderHead, renderTree, renderReport, eventRow, renderMessages, renderSources } from './panels.js';
 import { renderAsk } from './ask.js';
+import { renderPlan } from './plan.js';
 
 const waitSeconds = 20;
 const maxEventRows = 2000;
@@ -18,6 +19,7 @@ export function runView(root, id, app) {
   const el = {
     head: h('section', { class: 'panel run-head', id: 'run-head' }, h('p', { class: 'muted' }, 'Loading run #' + id + '…')),
     ask: h('section', { class: 'panel ask hidden', id: 'ask' }),
+    plan: h('section', { class: 'panel ask hidden', id: 'plan' }),
     tree: h('div', { id: 'tree-body' }),
     report: h('article', { class: 'report', id: 'report-body' }),
     events: h('tbody', { id: 'events-body' }),
@@ -34,6 +36,7 @@ export function runView(root, id, app) {
   root.append(
     el.head,
     el.ask,
+    el.plan,
     h('section', { class: 'panel', id: 'tree' }, h('h2', {}, 'Tree ', el.live), el.tree),
     h('div', { class: 'columns' },
       h('section', { class: 'panel', id: 'report' }, h('h2', {}, 'Report'), el.report),
@@ -55,6 +58,7 @@ export function runView(root, id, app) {
     for (const r of tree.runs) state.names.set(r.id, r.name || 'research');
     renderHead(el.head, run, app);
     renderAsk(el.ask, run, app, scheduleRefresh);
+    renderPlan(el.plan, run, app, scheduleRefresh);
     renderTree(el.tree, tree, id);
     renderReport(el.report, run);
     renderMessages(el.messages, msgs.messages || []);

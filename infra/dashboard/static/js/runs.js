@@ -75,6 +75,7 @@ function startForm(app) {
     placeholder: 'What should the agents research?' });
   const steps = h('input', { id: 'max-steps', name: 'max_steps', type: 'number', min: 1, max: 40, placeholder: '10' });
   const ask = h('input', { id: 'interactive', name: 'interactive', type: 'checkbox' });
+  const plan = h('input', { id: 'approve-plan', name: 'approve_plan', type: 'checkbox' });
   const note = h('p', { class: 'note hidden', id: 'start-note', role: 'status' });
   const form = h('form', { class: 'panel', id: 'start' },
     h('h2', {}, 'Start a research'),
@@ -83,6 +84,8 @@ function startForm(app) {
       h('label', { for: 'max-steps' }, 'Max steps per agent'), steps,
       ask, h('label', { for: 'interactive', title: 'It may ask you a question whose answer changes the research' },
         'Let it ask me a question'),
+      plan, h('label', { for: 'approve-plan', title: 'It proposes the sub-agents it means to spawn and waits for your decision' },
+        'Approve its sub-agents first'),
       h('button', { type: 'submit' }, 'Start')),
     note);
   form.addEventListener('submit', async (ev) => {
@@ -90,6 +93,7 @@ function startForm(app) {
     const body = { topic: topic.value };
     if (steps.value !== '') body.max_steps = Number(steps.value);
     if (ask.checked) body.interactive = true;
+    if (plan.checked) body.approve_plan = true;
     note.className = 'note';
     note.textContent = 'Starting…';
     try {
