@@ -215,3 +215,41 @@ func repoRoot(t *testing.T) string {
 		dir = parent
 	}
 }
+
+// TestDashboardApprovesAPlanInBrowser runs e2e/run.mjs with E2E_PLAN=1: in
+// Chromium it starts a research that must have its plan approved, sees the
+// sub-agent its root proposes on the run's page and on the timeline, and
+// approves it with the page's approve button and a note. The research must
+// have proposed once, been decided once by its owner, and written its
+// report from the approval.
+func TestDashboardApprovesAPlanInBrowser(t *testing.T) {
+	node := browserTools(t)
+	s := startStack(t, 0, false)
+	var id int64
+	for _, line := range runE2E(t, node, s, []string{"E2E_PLAN=1"}) {
+		if v, ok := strings.CutPrefix(line, "planned run "); ok {
+			id, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	if id == 0 {
+		t.Fatal("run.mjs did not say which research proposed a plan")
+	}
+	run, err := jobs.GetRun(context.Background(), s.pool, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.ApprovePlan || run.Status != jobs.StatusSucceeded || run.Plan == nil || run.Plan.State != jobs.PlanApproved ||
+		run.Plan.Note != "keep it short" || !strings.Contains(run.Report, "- "+plannedName+" (") {
+		t.Errorf("run %d: approve_plan %t, %s, plan %+v, report %q", id, run.ApprovePlan, run.Status, run.Plan, run.Report)
+	}
+	var proposed, byOwner int
+	if err := s.pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE kind = $2),
+			count(*) FILTER (WHERE kind = $3 AND data->>'by' = 'owner')
+		FROM gb_agent_research_events WHERE run_id = $1`, id, jobs.EventPlanProposed, jobs.EventPlanDecided).
+		Scan(&proposed, &byOwner); err != nil {
+		t.Fatal(err)
+	}
+	if proposed != 1 || byOwner != 1 {
+		t.Errorf("run %d proposed %d plans and was decided by its owner %d times, want 1 and 1", id, proposed, byOwner)
+	}
+}

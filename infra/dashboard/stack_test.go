@@ -97,14 +97,21 @@ func startStack(t *testing.T, modelDelay time.Duration, ignoreWait bool) *stack 
 
 // askingModel is the offline model, except that an interactive root asks
 // its owner one question first (askedQuestion), then reports the answer
-// ask_owner gave it.
+// ask_owner gave it, and a root that must have its plan approved proposes
+// one sub-agent (plannedName), then reports what propose_plan answered.
 type askingModel struct{ llm.Model }
+
+// plannedName is the sub-agent askingModel's planning roots propose.
+const plannedName = "routers"
 
 // askedQuestion is what askingModel's interactive roots ask.
 const askedQuestion = "Which Go version should the research cover?"
 
 // Complete implements llm.Model.
 func (m askingModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if slices.ContainsFunc(req.Tools, func(t llm.ToolSpec) bool { return t.Name == "propose_plan" }) {
+		return m.plan(req), nil
+	}
 	if !slices.ContainsFunc(req.Tools, func(t llm.ToolSpec) bool { return t.Name == "ask_owner" }) {
 		return m.Model.Complete(ctx, req)
 	}
@@ -118,6 +125,22 @@ func (m askingModel) Complete(ctx context.Context, req llm.Request) (llm.Respons
 		msg.ToolCalls = []llm.ToolCall{llm.NewToolCall("ask", "ask_owner", `{"question":"`+askedQuestion+`"}`)}
 	}
 	return llm.Response{Message: msg, Usage: llm.Usage{PromptTokens: 50, CompletionTokens: 10}}, nil
+}
+
+// plan is the step of a root that must have its plan approved: it
+// proposes plannedName, then reports the decision it was told.
+func (m askingModel) plan(req llm.Request) llm.Response {
+	msg := llm.Message{Role: llm.RoleAssistant}
+	for _, c := range req.Messages {
+		if c.Role == llm.RoleTool && c.Name == "propose_plan" {
+			msg.Content = "# Planned\n\n" + c.Content
+		}
+	}
+	if msg.Content == "" {
+		msg.ToolCalls = []llm.ToolCall{llm.NewToolCall("plan", "propose_plan", `{"subagents":[{"name":"`+plannedName+
+			`","reason":"routers are one area","task":"compare Go's HTTP routers"}]}`)}
+	}
+	return llm.Response{Message: msg, Usage: llm.Usage{PromptTokens: 50, CompletionTokens: 10}}
 }
 
 // loadGoDocs loads the documentation of the packages the demo topic asks

@@ -3,6 +3,7 @@
 //
 //   node e2e/run.mjs BASE_URL API_KEY [XSS_RUN_ID]
 //   E2E_ASK=1 node e2e/run.mjs BASE_URL API_KEY
+//   E2E_PLAN=1 node e2e/run.mjs BASE_URL API_KEY
 //
 // It signs in, starts the demo research, watches the tree grow to its
 // sub-agents and finish, opens a sub-agent and reads its report, lists the
@@ -13,6 +14,8 @@
 // $SCREENSHOT_DIR (default: .data/screenshots at the top of the repository).
 // With E2E_ASK=1 it signs in, starts an interactive research that asks its
 // owner a question, and answers it in the run page's answer box instead.
+// With E2E_PLAN=1 it starts a research that proposes its sub-agents, and
+// approves its plan with the run page's approve button ("planned run N").
 // It prints "started run N" (or "asked run N") and exits 0 when every
 // check passes.
 import { chromium } from 'playwright-core';
@@ -70,7 +73,7 @@ await page.addInitScript(() => {
 
 let failed = false;
 try {
-  await (process.env.E2E_ASK === '1' ? runAsk() : run());
+  await (process.env.E2E_ASK === '1' ? runAsk() : process.env.E2E_PLAN === '1' ? runPlan() : run());
 } catch (e) {
   failed = true;
   console.error(e.stack || String(e));
@@ -209,6 +212,12 @@ async function runAsk() {
   await signOut();
 }
 
+async function runPlan() {
+  await signIn();
+  await checkPlanApproval();
+  await signOut();
+}
+
 // signOut signs out: the key leaves the session.
 async function signOut() {
   await page.click('#sign-out');
@@ -249,6 +258,40 @@ async function checkAskOwner() {
   const answered = await page.$$eval('#events-body tr[data-kind="answered"] td.detail', (tds) => tds.map((td) => td.textContent));
   check(answered.length === 1 && answered[0] === 'by its owner: ' + answer, 'the timeline shows the answer once: ' + JSON.stringify(answered));
   await page.screenshot({ path: path.join(shots, 'answered.png'), fullPage: true });
+}
+
+// checkPlanApproval starts a research that must have its plan approved
+// from the form; its root (the test's model) proposes one sub-agent, which
+// the run's page shows with approve and reject buttons and the timeline
+// records; the approve button with a note resumes it, the panel goes away
+// and the report holds the approval.
+async function checkPlanApproval() {
+  await page.click('#nav a[href="#/"]');
+  await page.waitForSelector('#start');
+  await page.fill('#topic', "Compare Go's HTTP routers");
+  await page.check('#approve-plan');
+  await page.click('#start button[type=submit]');
+  await page.waitForURL(/#\/runs\/\d+$/);
+  const id = Number(/#\/runs\/(\d+)$/.exec(page.url())[1]);
+  console.log('planned run ' + id);
+  await page.waitForSelector('#plan:not(.hidden) #plan-subagents');
+  const names = await page.$$eval('#plan-subagents tbody td.name', (tds) => tds.map((td) => td.textContent));
+  check(names.length === 1 && names[0] === 'routers', 'the run shows the sub-agents it proposes: ' + JSON.stringify(names));
+  check(/^Decide by .+ goes on without sub-agents\./.test(await page.textContent('#plan-deadline')),
+    'the run shows when it goes on without a decision: ' + await page.textContent('#plan-deadline'));
+  await page.waitForSelector('#events-body tr[data-kind="plan_proposed"]');
+  check((await page.textContent('#events-body tr[data-kind="plan_proposed"] td.detail')).startsWith('routers'),
+    'the timeline shows the proposal');
+  await page.screenshot({ path: path.join(shots, 'plan.png'), fullPage: true });
+  await page.fill('#plan-note', 'keep it short');
+  await page.click('#plan-approve');
+  await page.waitForSelector('#plan.hidden', { state: 'attached' });
+  await page.waitForSelector('#live.ended');
+  await page.waitForFunction(() => document.querySelector('#report-body')?.textContent.includes('keep it short'));
+  check((await page.textContent('#report-body h1')) === 'Planned', 'the report written after the decision is shown');
+  const decided = await page.$$eval('#events-body tr[data-kind="plan_decided"] td.detail', (tds) => tds.map((td) => td.textContent));
+  check(decided.length === 1 && decided[0] === 'approved by its owner', 'the timeline shows the decision once: ' + JSON.stringify(decided));
+  await page.screenshot({ path: path.join(shots, 'planned.png'), fullPage: true });
 }
 
 // checkMarkupIsText opens a run whose topic and report hold <script>,
