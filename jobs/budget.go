@@ -91,6 +91,11 @@ type budget struct {
 	spentCost      float64
 	inFlightTokens int64
 	inFlightCost   float64
+	// closingTokens and closingCost are what the root's closing calls
+	// spent or hold: a closing call retried after its worker died may use
+	// only what is left of the report's share.
+	closingTokens int64
+	closingCost   float64
 }
 
 // verdict is what an admission found.
@@ -127,7 +132,7 @@ type admission struct {
 // which may use the share of the budget kept for it.
 func (a *Agent) admit(ctx context.Context, t *turn, step int, req *llm.Request, closing bool) (admission, error) {
 	if t.limits.none() {
-		c, err := a.admitCall(ctx, a.pool, t, step, *req, a.estimateUsage(t.run, *req))
+		c, err := a.admitCall(ctx, a.pool, t, step, *req, a.estimateUsage(t.run, *req), closing)
 		return admissionOf(c), err
 	}
 	var ad admission
@@ -141,7 +146,7 @@ func (a *Agent) admit(ctx context.Context, t *turn, step int, req *llm.Request, 
 			ad = admission{verdict: v, reason: reason}
 			return nil
 		}
-		c, err := a.admitCall(ctx, tx, t, step, *req, a.estimateUsage(t.run, *req))
+		c, err := a.admitCall(ctx, tx, t, step, *req, a.estimateUsage(t.run, *req), closing)
 		ad = admissionOf(c)
 		return err
 	})
@@ -182,9 +187,14 @@ func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 	err := tx.QueryRow(ctx, `SELECT
 			(SELECT coalesce(sum(tokens), 0)::bigint FROM gb_agent_research_runs WHERE root_id = $1),
 			(SELECT coalesce(sum(cost_usd), 0)::float8 FROM gb_agent_research_runs WHERE root_id = $1),
-			coalesce(sum(c.reserved_tokens), 0)::bigint, coalesce(sum(c.reserved_cost_usd), 0)::float8
-		FROM gb_model_calls c WHERE c.root_id = $1 AND c.status = 'reserved'`, rootID).
-		Scan(&b.spentTokens, &b.spentCost, &b.inFlightTokens, &b.inFlightCost)
+			coalesce(sum(c.reserved_tokens) FILTER (WHERE c.status = 'reserved'), 0)::bigint,
+			coalesce(sum(c.reserved_cost_usd) FILTER (WHERE c.status = 'reserved'), 0)::float8,
+			coalesce(sum(CASE WHEN c.status = 'reserved' THEN c.reserved_tokens
+				ELSE c.prompt_tokens + c.completion_tokens END) FILTER (WHERE c.closing), 0)::bigint,
+			coalesce(sum(CASE WHEN c.status = 'reserved' THEN c.reserved_cost_usd ELSE c.cost_usd END)
+				FILTER (WHERE c.closing), 0)::float8
+		FROM gb_model_calls c WHERE c.root_id = $1 AND c.status IN ('reserved', 'settled')`, rootID).
+		Scan(&b.spentTokens, &b.spentCost, &b.inFlightTokens, &b.inFlightCost, &b.closingTokens, &b.closingCost)
 	if err != nil {
 		return b, fmt.Errorf("error reading spending of tree %d: %w", rootID, err)
 	}
@@ -195,15 +205,17 @@ func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 // completion cap to what is left. Every call but the root's closing one
 // must fit, with the calls in flight, in the budget less the report's
 // share. The closing call may use what the others left of the whole
-// budget, and never less than the report's share, so that what other calls
-// overspent is not taken from it.
+// budget, and never less than the report's share (less what closing calls
+// before it spent or hold: one retried after its worker died), so that
+// what other calls overspent is not taken from it.
 func (a *Agent) fit(run *Run, b budget, req *llm.Request, closing bool) (verdict, string) {
 	if b.maxTokens > 0 {
 		promptEst := int64(a.estimateUsage(run, *req).PromptTokens)
 		need := promptEst + int64(min(req.MaxCompletionTokens, minCompletionTokens))
 		avail := int64(math.Floor(float64(b.maxTokens)*(1-reportShare))) - b.spentTokens - b.inFlightTokens
 		if closing {
-			avail = max(b.maxTokens-b.spentTokens-b.inFlightTokens, int64(math.Floor(float64(b.maxTokens)*reportShare)))
+			share := int64(math.Floor(float64(b.maxTokens)*reportShare)) - b.closingTokens
+			avail = max(b.maxTokens-b.spentTokens-b.inFlightTokens, share)
 		}
 		switch {
 		case need > avail && (closing || need > avail+b.inFlightTokens):
@@ -216,7 +228,7 @@ func (a *Agent) fit(run *Run, b budget, req *llm.Request, closing bool) (verdict
 	if b.maxCost > 0 {
 		left := b.maxCost*(1-reportShare) - b.spentCost - b.inFlightCost
 		if closing {
-			left = max(b.maxCost-b.spentCost-b.inFlightCost, b.maxCost*reportShare)
+			left = max(b.maxCost-b.spentCost-b.inFlightCost, b.maxCost*reportShare-b.closingCost)
 		}
 		if !a.shrinkToCost(run, req, left) {
 			if closing || a.smallestCost(run, *req) > left+b.inFlightCost {

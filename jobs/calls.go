@@ -42,7 +42,8 @@ type callRef struct {
 // $1 run, $2 step, $3 rate key (” for none), $4 tokens counted by the
 // limit, $5 job, $6 attempt, $7 the attempt's start, $8 estimated tokens,
 // $9 estimated cost, $10 model, $11 root, $12 completion cap, $13 how soon
-// counts as now, $14 gb's own count of the prompt.
+// counts as now, $14 gb's own count of the prompt, $15 whether it is the
+// root's closing call.
 const admitCallSQL = `WITH q AS (
 		SELECT id, not_before, reserved_tokens FROM gb_model_calls
 		WHERE run_id = $1 AND step = $2 AND status = 'queued' ORDER BY id LIMIT 1 FOR UPDATE),
@@ -55,12 +56,12 @@ const admitCallSQL = `WITH q AS (
 	up AS (
 		UPDATE gb_model_calls c SET status = v.status, job_id = $5, attempt = $6, job_attempted_at = $7,
 			reserved_tokens = $8, reserved_cost_usd = $9, model = $10, max_completion_tokens = $12,
-			est_prompt_tokens = $14
+			est_prompt_tokens = $14, closing = $15
 		FROM q, v WHERE c.id = q.id RETURNING c.id),
 	ins AS (
 		INSERT INTO gb_model_calls (job_id, attempt, step, run_id, root_id, status, job_attempted_at,
-			reserved_tokens, reserved_cost_usd, model, max_completion_tokens, not_before, est_prompt_tokens)
-		SELECT $5, $6, $2, $1, $11, v.status, $7, $8, $9, $10, $12, v.at, $14
+			reserved_tokens, reserved_cost_usd, model, max_completion_tokens, not_before, est_prompt_tokens, closing)
+		SELECT $5, $6, $2, $1, $11, v.status, $7, $8, $9, $10, $12, v.at, $14, $15
 		FROM v WHERE NOT EXISTS (SELECT 1 FROM q) AND v.at < 'infinity'
 		RETURNING id)
 	SELECT CASE WHEN isfinite(v.at) THEN v.at END, coalesce((SELECT id FROM up), (SELECT id FROM ins), 0), v.status FROM v`
@@ -79,7 +80,8 @@ type capacity struct {
 
 // admitCall takes the rate-limit capacity of a call and writes its ledger
 // row, on db (the pool, or the transaction of a budget reservation).
-func (a *Agent) admitCall(ctx context.Context, db DB, t *turn, step int, req llm.Request, est llm.Usage) (capacity, error) {
+func (a *Agent) admitCall(ctx context.Context, db DB, t *turn, step int, req llm.Request, est llm.Usage,
+	closing bool) (capacity, error) {
 	run, job := t.run, t.job
 	model := a.modelFor(run)
 	key, tokens := a.rate.cost(model.Name(), est)
@@ -92,7 +94,7 @@ func (a *Agent) admitCall(ctx context.Context, db DB, t *turn, step int, req llm
 	}
 	err := db.QueryRow(ctx, admitCallSQL, run.ID, step, key, tokens, job.ID, job.Attempt, attempted,
 		est.PromptTokens+est.CompletionTokens, est.CostUSD, model.Name(), run.RootID, req.MaxCompletionTokens,
-		admitNow, llm.EstimatePromptTokens(req)).Scan(&at, &c.call.id, &status)
+		admitNow, llm.EstimatePromptTokens(req), closing).Scan(&at, &c.call.id, &status)
 	if err != nil {
 		return c, fmt.Errorf("error admitting the model call of run %d step %d: %w", run.ID, step, err)
 	}

@@ -21,7 +21,8 @@ ALTER TABLE gb_agent_research_steps
 -- makes it, so that the maintenance pass can tell a dead one), 'settled' once its usage is added to its run
 -- (estimated when the worker died with the call in flight and the
 -- maintenance pass settled it with its estimate), 'released' when the
--- provider did not bill it. est_prompt_tokens is gb's own count of the
+-- provider did not bill it. closing marks a root's closing call, which
+-- may use the share of the budget kept for the report. est_prompt_tokens is gb's own count of the
 -- prompt (llm.EstimatePromptTokens): beside the provider's, it tells how
 -- far gb's count falls short for the next request of the run.
 ALTER TABLE gb_model_calls DROP CONSTRAINT gb_model_calls_pkey;
@@ -35,6 +36,7 @@ ALTER TABLE gb_model_calls
     ADD COLUMN cached_tokens bigint NOT NULL DEFAULT 0,
     ADD COLUMN reasoning_tokens bigint NOT NULL DEFAULT 0,
     ADD COLUMN estimated boolean NOT NULL DEFAULT false,
+    ADD COLUMN closing boolean NOT NULL DEFAULT false,
     ADD COLUMN outcome text NOT NULL DEFAULT '',
     ADD COLUMN settled_at timestamptz,
     ALTER COLUMN cost_usd TYPE numeric(20, 10),
@@ -125,7 +127,7 @@ DELETE FROM gb_model_calls c WHERE EXISTS (SELECT 1 FROM gb_model_calls d
     WHERE d.job_id = c.job_id AND d.attempt = c.attempt AND d.step = c.step AND d.id < c.id);
 ALTER TABLE gb_model_calls DROP CONSTRAINT gb_model_calls_pkey;
 ALTER TABLE gb_model_calls
-    DROP COLUMN id, DROP COLUMN model, DROP COLUMN job_attempted_at, DROP COLUMN not_before, DROP COLUMN max_completion_tokens, DROP COLUMN est_prompt_tokens,
+    DROP COLUMN id, DROP COLUMN model, DROP COLUMN job_attempted_at, DROP COLUMN not_before, DROP COLUMN max_completion_tokens, DROP COLUMN est_prompt_tokens, DROP COLUMN closing,
     DROP COLUMN cached_tokens, DROP COLUMN reasoning_tokens, DROP COLUMN estimated,
     DROP COLUMN outcome, DROP COLUMN settled_at,
     ALTER COLUMN cost_usd TYPE numeric(14, 6),
