@@ -153,9 +153,13 @@ func TestWorkerStopsBeforeItsDeadline(t *testing.T) {
 	env := lambdaAPI.Env()
 	env["DATABASE_URL"] = d.url
 	env["WORKER_FUNCTION_NAME"] = "gb-worker"
+	// Steps of about 2 s, so that a run is still working when the drain
+	// stops fetching 5 s in, with room to spare under their 4 s timeout on
+	// a loaded machine; 14 s is the least timeout that holds a 4 s step
+	// (work.Config.MinTimeout).
 	env["GB_OFFLINE_DELAY"] = "1900ms"
-	env["GB_STEP_TIMEOUT"] = "2s"
-	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "12"
+	env["GB_STEP_TIMEOUT"] = "4s"
+	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = "14"
 	fn := lambdatest.Start(t, lambdatest.Build(t, "functions/worker"), env)
 
 	d.start(t, "How does the context package carry cancellation signals?")
