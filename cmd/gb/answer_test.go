@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -66,25 +65,7 @@ func startModelStack(t *testing.T, model llm.Model) *cliStack {
 	if _, err := kb.Load(ctx, pool, jobs.DefaultDataset, []kb.Document{{Source: "s", Title: "t", Body: "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Work: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agent.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = agent.Stop(sctx)
-	})
-	key, err := jobs.CreateKey(ctx, pool, "asked")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Agent: agent}))
-	t.Cleanup(srv.Close)
-	return &cliStack{url: srv.URL, key: key, bin: buildGB(t), pool: pool}
+	return serveCLIStack(t, pool, jobs.Deps{Model: model}, httpapi.Deps{}, "asked")
 }
 
 // TestCLIAnswersAQuestionWhileFollowing starts an interactive research with

@@ -58,8 +58,19 @@ func startCLIStack(t *testing.T, delay time.Duration) *cliStack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{Delay: delay}, Work: true,
-		Messenger: messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})})
+	return serveCLIStack(t, pool, jobs.Deps{Model: &offline.Model{Delay: delay},
+		Messenger: messenger.NewPostgres(pool, listener, messenger.PostgresConfig{})},
+		httpapi.Deps{Notifier: listener}, "cli")
+}
+
+// serveCLIStack starts a working agent built from d on pool, with the API
+// in front of it (api, its Agent set here), and a key for user: the stack
+// the CLI's tests drive.
+func serveCLIStack(t *testing.T, pool *pgxpool.Pool, d jobs.Deps, api httpapi.Deps, user string) *cliStack {
+	t.Helper()
+	ctx := context.Background()
+	d.Pool, d.Work = pool, true
+	agent, err := jobs.New(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +82,12 @@ func startCLIStack(t *testing.T, delay time.Duration) *cliStack {
 		defer cancel()
 		_ = agent.Stop(sctx)
 	})
-	key, err := jobs.CreateKey(ctx, pool, "cli")
+	key, err := jobs.CreateKey(ctx, pool, user)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Agent: agent, Notifier: listener}))
+	api.Agent = agent
+	srv := httptest.NewServer(httpapi.New(api))
 	t.Cleanup(srv.Close)
 	return &cliStack{url: srv.URL, key: key, bin: buildGB(t), pool: pool}
 }

@@ -59,25 +59,7 @@ func startWebhookStack(t *testing.T) (*cliStack, *hookReceiver) {
 	port, _ := strconv.ParseUint(u.Port(), 10, 16)
 	sender := fetch.NewWebhookClient(fetch.Config{Allow: []fetch.Rule{
 		{Prefix: netip.MustParsePrefix("127.0.0.1/32"), Low: uint16(port), Top: uint16(port)}}})
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{}, Webhooks: sender, Work: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := agent.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = agent.Stop(sctx)
-	})
-	key, err := jobs.CreateKey(ctx, pool, "cli")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Agent: agent}))
-	t.Cleanup(srv.Close)
-	return &cliStack{url: srv.URL, key: key, bin: buildGB(t), pool: pool}, rcv
+	return serveCLIStack(t, pool, jobs.Deps{Model: &offline.Model{}, Webhooks: sender}, httpapi.Deps{}, "cli"), rcv
 }
 
 // TestWebhooksCLI drives gb webhooks and gb research webhooks against a
