@@ -138,7 +138,6 @@ const (
 	outcomeUnusable   = "unusable answer"
 	outcomeCutOff     = "cut off after it was sent"
 	outcomeNotSent    = "not sent"
-	outcomeRefused    = "refused"
 	outcomeContext    = "context_length_exceeded"
 	outcomeTooLarge   = "too large for the rate limit"
 	outcomeRateLimit  = "rate limited"

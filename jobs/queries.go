@@ -83,7 +83,7 @@ const recordStepSQL = `WITH run AS (
 	call AS (
 		UPDATE gb_model_calls SET status = 'settled', prompt_tokens = $18, cached_tokens = $10,
 			completion_tokens = $19, reasoning_tokens = $17, cost_usd = $20, committed = true,
-			outcome = 'answered', settled_at = now()
+			outcome = '` + outcomeAnswered + `', settled_at = now()
 		WHERE id = $9 AND status IN ('queued', 'reserved') AND EXISTS (SELECT 1 FROM run)),
 	events AS (
 		INSERT INTO gb_agent_research_events (root_id, run_id, parent_id, kind, data)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/gbresearch/gb/jobs/llm"
 )
 
 // Kinds of a source.
@@ -64,11 +65,11 @@ func encodeSources(sources []Source) (string, error) {
 	for i, s := range sources {
 		var body *string
 		if s.body != nil {
-			b := clean(truncateRunes(*s.body, maxCachedBody))
+			b := llm.CleanText(truncateRunes(*s.body, maxCachedBody))
 			body = &b
 		}
-		rows[i] = sourceRow{Kind: s.Kind, URL: clean(s.URL), RequestedURL: clean(s.RequestedURL), Title: clean(s.Title),
-			Status: s.Status, Bytes: s.Bytes, ContentType: clean(s.ContentType), Error: clean(s.Error), Cached: s.Cached,
+		rows[i] = sourceRow{Kind: s.Kind, URL: llm.CleanText(s.URL), RequestedURL: llm.CleanText(s.RequestedURL), Title: llm.CleanText(s.Title),
+			Status: s.Status, Bytes: s.Bytes, ContentType: llm.CleanText(s.ContentType), Error: llm.CleanText(s.Error), Cached: s.Cached,
 			Body: body}
 	}
 	b, err := json.Marshal(rows)
@@ -119,11 +120,6 @@ func Sources(ctx context.Context, db DB, run *Run, tree bool) ([]Source, error) 
 		return nil, fmt.Errorf("error reading sources: %w", err)
 	}
 	return out, nil
-}
-
-// clean makes text from the web storable: valid UTF-8 and no NUL.
-func clean(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
 // truncateRunes cuts s to at most n characters.

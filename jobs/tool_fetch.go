@@ -81,12 +81,12 @@ func readFetch(ctx context.Context, env *readEnv, raw json.RawMessage) (readResu
 			if ctx.Err() != nil {
 				return readResult{}, ctx.Err() // the step itself is ending
 			}
-			msg := clean(err.Error())
+			msg := llm.CleanText(err.Error())
 			src.URL, src.Status, src.Error = args.URL, page.Status, msg
 			return readResult{text: "Error: could not fetch " + args.URL + ": " + msg,
 				sources: []Source{src}, failed: true}, nil
 		}
-		text = clean(page.Text)
+		text = llm.CleanText(page.Text)
 		src.URL, src.Title, src.Status, src.Bytes, src.ContentType = page.URL, page.Title, page.Status, int64(page.Bytes), page.ContentType
 		src.body = &text
 	}

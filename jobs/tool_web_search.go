@@ -68,7 +68,7 @@ func readWebSearch(ctx context.Context, env *readEnv, raw json.RawMessage) (read
 		if ctx.Err() != nil {
 			return readResult{}, ctx.Err() // the step itself is ending
 		}
-		return readResult{text: "Error: the web search failed: " + clean(err.Error()), usage: usage, failed: true}, nil
+		return readResult{text: "Error: the web search failed: " + llm.CleanText(err.Error()), usage: usage, failed: true}, nil
 	}
 	if len(results) > args.MaxResults {
 		results = results[:args.MaxResults]

@@ -3,6 +3,8 @@ package jobs
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gbresearch/gb/jobs/llm"
 )
 
 // What an agent reads from the web reaches the model inside a delimited,
@@ -17,9 +19,9 @@ const (
 // untrusted wraps web text in its block. Text that imitates a marker of
 // the block is defused, so a page cannot close the block early.
 func untrusted(label, body string) string {
-	body = clean(body)
+	body = llm.CleanText(body)
 	body = strings.ReplaceAll(body, "<<<", "‹‹‹")
 	body = strings.ReplaceAll(body, ">>>", "›››")
-	label = strings.NewReplacer("<<<", "‹‹‹", ">>>", "›››", "\n", " ").Replace(clean(label))
+	label = strings.NewReplacer("<<<", "‹‹‹", ">>>", "›››", "\n", " ").Replace(llm.CleanText(label))
 	return fmt.Sprintf(untrustedOpen, label) + "\n" + strings.TrimSpace(body) + "\n" + untrustedClose
 }

@@ -28,12 +28,12 @@ func (m *Model) response(r oai.ChatCompletionResponse, limits *llm.RateLimits) (
 	choice := r.Choices[0]
 	msg := choice.Message
 	out := llm.Response{
-		Message:      llm.Message{Role: llm.RoleAssistant, Content: clean(msg.Content)},
+		Message:      llm.Message{Role: llm.RoleAssistant, Content: llm.CleanText(msg.Content)},
 		Usage:        usage,
 		FinishReason: string(choice.FinishReason),
 		Limits:       limits,
 	}
-	if refusal := clean(msg.Refusal); refusal != "" {
+	if refusal := llm.CleanText(msg.Refusal); refusal != "" {
 		out.Refused = true
 		out.Message.Content = strings.TrimSpace(out.Message.Content + "\n\n" + refusal)
 	}
@@ -52,14 +52,14 @@ func (m *Model) response(r oai.ChatCompletionResponse, limits *llm.RateLimits) (
 func (m *Model) toolCalls(responseID string, choice oai.ChatCompletionChoice) []llm.ToolCall {
 	var out []llm.ToolCall
 	for i, tc := range choice.Message.ToolCalls {
-		name := clean(tc.Function.Name)
+		name := llm.CleanText(tc.Function.Name)
 		if (tc.Type != "" && tc.Type != oai.ToolTypeFunction) || name == "" {
 			m.log.Warn("openai: dropping a tool call that is not a named function call",
-				slog.String("model", m.name), slog.Int("index", i), slog.String("type", clean(string(tc.Type))))
+				slog.String("model", m.name), slog.Int("index", i), slog.String("type", llm.CleanText(string(tc.Type))))
 			continue
 		}
 		args := cleanArguments(tc.Function.Arguments)
-		id := clean(tc.ID)
+		id := llm.CleanText(tc.ID)
 		if id == "" {
 			id = callID(responseID, i, name, args)
 		}
@@ -86,17 +86,11 @@ func callID(responseID string, index int, name, args string) string {
 	return "call_gb_" + hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// clean removes NUL characters (Postgres text refuses them) and replaces
-// what is not UTF-8 with U+FFFD.
-func clean(s string) string {
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
-}
-
-// cleanArguments is clean for the JSON text of arguments, which also drops
+// cleanArguments is llm.CleanText for the JSON text of arguments, which also drops
 // the escape \u0000 (Postgres jsonb refuses it). Escapes are read in pairs
 // so that an escaped backslash followed by "u0000" is left alone.
 func cleanArguments(s string) string {
-	s = clean(s)
+	s = llm.CleanText(s)
 	if !strings.Contains(s, `\u0000`) {
 		return s
 	}

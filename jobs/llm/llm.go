@@ -337,25 +337,26 @@ func (r Request) HasTool(name string) bool {
 // content, names and tool call names and ids, and an id given to a tool call that has
 // none (some compatible servers omit it), so that its result can answer it.
 func (m Message) Sanitized() Message {
-	m.Content, m.Name, m.ToolCallID = clean(m.Content), clean(m.Name), clean(m.ToolCallID)
+	m.Content, m.Name, m.ToolCallID = CleanText(m.Content), CleanText(m.Name), CleanText(m.ToolCallID)
 	if len(m.ToolCalls) == 0 {
 		return m
 	}
 	calls := make([]ToolCall, len(m.ToolCalls))
 	for i, c := range m.ToolCalls {
-		id := clean(c.ID)
+		id := CleanText(c.ID)
 		if id == "" {
 			id = fmt.Sprintf("call_gb_%d", i+1)
 		}
-		c.ID, c.Name = id, clean(c.Name)
+		c.ID, c.Name = id, CleanText(c.Name)
 		calls[i] = c // arguments that are not UTF-8 JSON are the tool's to refuse
 	}
 	m.ToolCalls = calls
 	return m
 }
 
-// clean removes NUL characters and replaces invalid UTF-8.
-func clean(s string) string {
+// CleanText makes text storable and sendable: NUL characters removed (Postgres
+// refuses them) and what is not UTF-8 replaced with U+FFFD.
+func CleanText(s string) string {
 	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
 		return s
 	}

@@ -1,6 +1,7 @@
 package providerbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -42,8 +43,8 @@ type CostResult struct {
 
 // CostTree runs one tree whose sub-agents race for its budget.
 func CostTree(ctx context.Context, o CostOptions) (CostResult, error) {
-	o.Subagents = cmpOr(o.Subagents, 4)
-	o.SubSteps = cmpOr(o.SubSteps, 10)
+	o.Subagents = cmp.Or(o.Subagents, 4)
+	o.SubSteps = cmp.Or(o.SubSteps, 10)
 	e, err := newEnv(ctx, o.EnvOptions, 2000, func(p *pages) openaifake.Brain {
 		return spawningBrain(p, o.Subagents, o.SubSteps)
 	})

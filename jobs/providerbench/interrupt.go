@@ -1,6 +1,7 @@
 package providerbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -36,9 +37,9 @@ type InterruptResult struct {
 // Interruptions runs trees while their workers are stopped and started
 // again, and compares the ledger with the provider's bill.
 func Interruptions(ctx context.Context, o InterruptOptions) (InterruptResult, error) {
-	o.Trees = cmpOr(o.Trees, 6)
-	o.Latency = cmpDur(o.Latency, 400*time.Millisecond)
-	o.Every, o.Grace = cmpDur(o.Every, 700*time.Millisecond), cmpDur(o.Grace, 50*time.Millisecond)
+	o.Trees = cmp.Or(o.Trees, 6)
+	o.Latency = cmp.Or(o.Latency, 400*time.Millisecond)
+	o.Every, o.Grace = cmp.Or(o.Every, 700*time.Millisecond), cmp.Or(o.Grace, 50*time.Millisecond)
 	o.Workers = max(o.Workers, 2)
 	o.Provider.Latency = o.Latency
 	e, err := newEnv(ctx, o.EnvOptions, 2000, func(p *pages) openaifake.Brain { return treeBrain(p, 2) })
@@ -124,11 +125,4 @@ func (e *Env) settled(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func cmpDur(v, d time.Duration) time.Duration {
-	if v == 0 {
-		return d
-	}
-	return v
 }

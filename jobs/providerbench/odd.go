@@ -1,6 +1,7 @@
 package providerbench
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/gbresearch/gb/infra/openai/openaifake"
@@ -36,7 +37,7 @@ func OddAnswer(ctx context.Context, o OddOptions) (OddResult, error) {
 	}
 	defer e.Close()
 	e.Fake.Inject(o.Fault, max(o.Times, 1))
-	run, err := e.Start(ctx, jobs.StartParams{Topic: "tidal stream output", MaxSteps: cmpOr(o.Steps, 4)})
+	run, err := e.Start(ctx, jobs.StartParams{Topic: "tidal stream output", MaxSteps: cmp.Or(o.Steps, 4)})
 	if err != nil {
 		return OddResult{}, err
 	}

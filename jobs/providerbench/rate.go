@@ -1,6 +1,7 @@
 package providerbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -55,9 +56,9 @@ type RateResult struct {
 
 // RateLimits starts the trees at once and waits for them all.
 func RateLimits(ctx context.Context, o RateOptions) (RateResult, error) {
-	o.Trees = cmpOr(o.Trees, 30)
-	o.SubSteps = cmpOr(o.SubSteps, 1)
-	o.PageSize = cmpOr(o.PageSize, 2000)
+	o.Trees = cmp.Or(o.Trees, 30)
+	o.SubSteps = cmp.Or(o.SubSteps, 1)
+	o.PageSize = cmp.Or(o.PageSize, 2000)
 	if o.Latency == 0 {
 		o.Latency = 200 * time.Millisecond
 	}
@@ -167,11 +168,4 @@ func outcomes(ctx context.Context, e *Env, roots []int64, runs, succeeded *int, 
 		}
 	}
 	return rows.Err()
-}
-
-func cmpOr(v, d int) int {
-	if v == 0 {
-		return d
-	}
-	return v
 }
