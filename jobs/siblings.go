@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"strings"
 )
 
 // siblings lists the other sub-agents of the run's parent, oldest first.
@@ -22,12 +23,14 @@ func siblings(ctx context.Context, db DB, run *Run) ([]*Run, error) {
 	return out, nil
 }
 
+// siblingStatus is how list_siblings shows a sibling: working until it
+// ends, then how it ended (a timed-out sibling is "ended, timed out").
 func siblingStatus(r *Run) string {
-	switch r.Status {
-	case StatusSucceeded:
+	switch {
+	case r.Status == StatusSucceeded:
 		return "ended"
-	case StatusFailed:
-		return "ended, failed"
+	case r.Ended():
+		return "ended, " + strings.ReplaceAll(r.Status, "_", " ")
 	default:
 		return "working"
 	}
