@@ -34,9 +34,10 @@ const (
 // ErrNotWorking is returned when a message is sent to a run that has ended.
 var ErrNotWorking = errors.New("the agent has ended and reads no more messages")
 
-// ErrNoInbox is returned when a message is sent to an agent that has no
-// inbox: a root, which has no message tools.
-var ErrNoInbox = errors.New("this agent has no inbox: only sub-agents read messages (read_messages)")
+// ErrRootHasNoInbox is returned when the owner sends a message to an agent
+// that has no inbox: a root, which has no message tools. (messenger.ErrNoInbox
+// is another thing: an inbox that is gone because its sub-agent ended.)
+var ErrRootHasNoInbox = errors.New("this agent has no inbox: only sub-agents read messages (read_messages)")
 
 func (a *Agent) openInbox(ctx context.Context, tx pgx.Tx, id int64) error {
 	if a.messenger == nil {
@@ -138,7 +139,7 @@ func (a *Agent) SendFromUser(ctx context.Context, run *Run, text string) error {
 		return &FieldError{"text", p}
 	}
 	if run.IsRoot() || a.messenger == nil {
-		return ErrNoInbox
+		return ErrRootHasNoInbox
 	}
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		// Root first, then the inbox, like every other writer of the tree.

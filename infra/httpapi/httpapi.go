@@ -196,7 +196,7 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no research with that id")
 	case errors.Is(err, jobs.ErrTreeWorking):
 		writeError(w, http.StatusConflict, "tree_working", "", err.Error())
-	case errors.Is(err, jobs.ErrNotWorking), errors.Is(err, jobs.ErrNoInbox):
+	case errors.Is(err, jobs.ErrNotWorking), errors.Is(err, jobs.ErrRootHasNoInbox):
 		writeError(w, http.StatusConflict, "no_inbox", "", err.Error())
 	case errors.Is(err, jobs.ErrNotAsking):
 		writeError(w, http.StatusConflict, "not_asking", "", err.Error())
