@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 
 	"riverqueue.com/riverui"
 )
@@ -32,7 +34,9 @@ func checkLoopback(addr string) error {
 }
 
 // mountRiverUI serves River UI at riverUIPrefix in front of the API, for
-// requests from a loopback address only.
+// requests from a loopback address to a loopback Host name, and never for
+// a cross-origin browser request that would change something
+// (riverUIGuard).
 func (s *stack) mountRiverUI(ctx context.Context) error {
 	h, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints: riverui.NewEndpoints(s.agent.River(), nil),
@@ -46,23 +50,64 @@ func (s *stack) mountRiverUI(ctx context.Context) error {
 		return fmt.Errorf("error starting River UI: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(riverUIPrefix, loopbackOnly(h))
+	mux.Handle(riverUIPrefix, riverUIGuard(h))
 	mux.Handle("/", s.api)
 	s.api = mux
 	return nil
 }
 
-// loopbackOnly answers 403 to a request that does not come from this
-// machine.
-func loopbackOnly(next http.Handler) http.Handler {
+// riverUIGuard lets a request reach River UI only when it comes from this
+// machine (403 otherwise), names this machine in its Host header (421
+// otherwise: a page on another name that resolves here, as in DNS
+// rebinding, is not River UI's page) and, for a method that changes
+// something, is not a cross-origin browser request (403, by
+// http.CrossOriginProtection: a page the operator visits cannot cancel,
+// retry or delete jobs).
+func riverUIGuard(next http.Handler) http.Handler {
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		riverUIRefuse(w, http.StatusForbidden, "cross_origin", "River UI refuses cross-origin requests")
+	}))
+	guarded := csrf.Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ap, err := netip.ParseAddrPort(r.RemoteAddr)
 		if err != nil || !ap.Addr().Unmap().IsLoopback() {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write([]byte(`{"error":{"code":"forbidden","message":"River UI answers loopback clients only"}}` + "\n"))
+			riverUIRefuse(w, http.StatusForbidden, "forbidden", "River UI answers loopback clients only")
 			return
 		}
-		next.ServeHTTP(w, r)
+		if !loopbackHost(r) {
+			riverUIRefuse(w, http.StatusMisdirectedRequest, "misdirected", "River UI answers requests to localhost, 127.0.0.1 or [::1] only")
+			return
+		}
+		guarded.ServeHTTP(w, r)
 	})
+}
+
+// loopbackHost reports whether the request's Host header is localhost or
+// a loopback address, with the port the request came in on when the
+// server knows it (a Host without a port means port 80).
+func loopbackHost(r *http.Request) bool {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, port = strings.TrimSuffix(strings.TrimPrefix(r.Host, "["), "]"), "80"
+	}
+	if !strings.EqualFold(host, "localhost") {
+		ip, err := netip.ParseAddr(host)
+		if err != nil || !ip.Unmap().IsLoopback() {
+			return false
+		}
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return true
+	}
+	ap, err := netip.ParseAddrPort(local.String())
+	return err != nil || strconv.Itoa(int(ap.Port())) == port
+}
+
+// riverUIRefuse writes an API-style JSON error.
+func riverUIRefuse(w http.ResponseWriter, status int, code, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `{"error":{"code":%q,"message":%q}}`+"\n", code, message)
 }
