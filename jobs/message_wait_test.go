@@ -143,9 +143,27 @@ func requireResumedOnce(t *testing.T, pool *pgxpool.Pool, id int64, parkedAt int
 	}
 }
 
+// wrappedMessenger is a replacement messenger built on Postgres (one that
+// counts or logs, say): it declares the same capability, so it parks too.
+type wrappedMessenger struct{ *messenger.Postgres }
+
 func TestParkedReaderResumesOnceOnASiblingsMessage(t *testing.T) {
 	t.Parallel()
+	for _, wrapped := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wrapped=%v", wrapped), func(t *testing.T) {
+			t.Parallel()
+			parkedReaderResumesOnce(t, wrapped)
+		})
+	}
+}
+
+func parkedReaderResumesOnce(t *testing.T, wrapped bool) {
 	pool := dbtest.NewPool(t)
+	pg := withMessenger(t, pool)
+	var msgr jobs.Messenger = pg
+	if wrapped {
+		msgr = wrappedMessenger{pg}
+	}
 	talk := make(chan struct{})
 	var mu sync.Mutex
 	var heard []string
@@ -172,7 +190,7 @@ func TestParkedReaderResumesOnceOnASiblingsMessage(t *testing.T) {
 		}
 		return rootTurn(req, spawnCall("listener", "listen"), spawnCall("talker", "talk"))
 	}}
-	b := setupOn(t, pool, setupOpts{model: model, msgr: withMessenger(t, pool)})
+	b := setupOn(t, pool, setupOpts{model: model, msgr: msgr})
 	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
 	if err != nil {
 		t.Fatal(err)

@@ -53,12 +53,19 @@ func (a *Agent) closeInbox(ctx context.Context, tx pgx.Tx, id int64) error {
 	return a.messenger.InTx(tx).Close(ctx, id)
 }
 
+// WaitParker is a capability a Messenger declares: ParksWaits reports true
+// when its messages are rows a send's transaction commits, so a reader can
+// park its run and be resumed by the send. messenger.Postgres declares it.
+type WaitParker interface {
+	ParksWaits() bool
+}
+
 // parksMessageWaits reports whether a long read_messages wait parks the
-// run: only with the Postgres messenger, whose messages are rows a send
-// can resume the reader from. Other messengers block in the step.
+// run: only with a messenger that declares WaitParker. Other messengers
+// block in the step.
 func (a *Agent) parksMessageWaits() bool {
-	_, ok := a.messenger.(*messenger.Postgres)
-	return ok
+	p, ok := a.messenger.(WaitParker)
+	return ok && p.ParksWaits()
 }
 
 // waitForMessages blocks, outside any transaction, for the longest wait the

@@ -87,6 +87,11 @@ func (p *Postgres) Stats() Stats {
 	return Stats{Sends: p.sends.Load(), Notifies: p.notifies.Load()}
 }
 
+// ParksWaits reports true: messages are rows of the database a step commits
+// in, so a sender's transaction can resume a reader that parked instead of
+// blocking (jobs.WaitParker).
+func (p *Postgres) ParksWaits() bool { return true }
+
 // Open creates the inbox of id unless it exists. Run IDs are not reused, so
 // an inbox is opened once; reopening a closed one would bring back the
 // messages it never read.
