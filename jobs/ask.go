@@ -35,6 +35,8 @@ type answer struct {
 	call callRef
 	last bool // the model was given no tools: its reply is its report
 	cap  int  // the completion cap the call was sent with
+	// latency is how long the answered call took.
+	latency time.Duration
 }
 
 // ask makes the model call of a step. It returns nil and no error when the
@@ -88,6 +90,7 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 			continue
 		}
 		req.ID = fmt.Sprintf("gb-call-%d", ad.call.id)
+		callStart := time.Now()
 		resp, err := a.modelFor(run).Complete(ctx, req)
 		a.observe(ctx, run, resp.Limits, err)
 		if err == nil {
@@ -96,7 +99,8 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 			if own > 0 && resp.Usage.PromptTokens > 0 {
 				t.tokenRatio = float64(resp.Usage.PromptTokens) / float64(own) // as the next load would read it
 			}
-			return &answer{resp: resp, call: ad.call, last: last, cap: req.MaxCompletionTokens}, nil
+			return &answer{resp: resp, call: ad.call, last: last, cap: req.MaxCompletionTokens,
+				latency: time.Since(callStart)}, nil
 		}
 		a.settleFailed(ctx, ad.call, err)
 		if interrupted(ctx) {
@@ -183,7 +187,8 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 	if p.ContextWindow > 0 {
 		req.MaxCompletionTokens = min(req.MaxCompletionTokens, p.ContextWindow/2)
 	}
-	out, fits := a.compact(req, p.ContextWindow, level, t.tokenRatio)
+	out, fits, compacted := a.compact(req, p.ContextWindow, level, t.tokenRatio)
+	t.compaction = compacted
 	return out, fits, nil
 }
 

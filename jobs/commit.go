@@ -29,6 +29,8 @@ type stepCommit struct {
 	// goOn keeps the run going after a reply with no tool calls that is
 	// not a report (cut off, or a refusal the model may take back).
 	goOn bool
+	// details are the step's model, timings and compaction (steps_record.go).
+	details stepDetails
 }
 
 // pendingEvent is an event of a step, inserted with the step's own.
@@ -313,11 +315,15 @@ func newRecord(c *stepCommit, run *Run, env *toolEnv, msgs []llm.Message, more b
 	if inputIDs == nil {
 		inputIDs = []int64{}
 	}
+	details, err := c.details.encode()
+	if err != nil {
+		return nil, err
+	}
 	u, cu := c.usage, c.callUse
 	return &record{step: c.step, state: state, usage: u, args: []any{run.ID, c.step, state, b,
 		u.PromptTokens, u.CompletionTokens, u.CostUSD, states, c.call.id, u.CachedPromptTokens,
 		kinds, datas, inputIDs, sources, EventsChannel, at, u.ReasoningTokens,
-		cu.PromptTokens, cu.CompletionTokens, cu.CostUSD}}, nil
+		cu.PromptTokens, cu.CompletionTokens, cu.CostUSD, details}}, nil
 }
 
 // apply brings run up to date with what the record wrote.

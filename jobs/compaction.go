@@ -14,12 +14,12 @@ const PromptBudgetDefault = 40_000
 // compact fits a request in its model's window (0: none) at level (how
 // often the provider said such a request did not fit), counting ratio
 // provider tokens for each of gb's own: it returns the request to send and
-// whether it fits at all.
-func (a *Agent) compact(req llm.Request, window, level int, ratio float64) (llm.Request, bool) {
+// whether it fits at all, and what the compaction did (nil: nothing).
+func (a *Agent) compact(req llm.Request, window, level int, ratio float64) (llm.Request, bool, *Compaction) {
 	if window <= 0 {
-		return req, true
+		return req, true, nil
 	}
 	cfg := compact.Config{Window: window, MaxBudget: a.config.PromptBudget, Scale: ratio}
 	res := compact.Fit(req, cfg, level)
-	return res.Request, res.Fits
+	return res.Request, res.Fits, compactionOf(req, res, level)
 }

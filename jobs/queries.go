@@ -61,8 +61,9 @@ const lockRootSQL = `SELECT id FROM gb_agent_research_runs WHERE id = $1 FOR UPD
 // the step of $16), its events ($11 and $12, in order), the sources its
 // tools read ($14, a JSON array), marks the messages it delivered ($13)
 // read, and settles the model call's ledger row ($9) with the call's own
-// usage ($18 prompt, $19 completion, $20 dollars). It returns whether it
-// recorded the step, and queues a NOTIFY for the tree when a reader holds
+// usage ($18 prompt, $19 completion, $20 dollars), keeping with the step
+// its details ($21, stepDetails.encode) and its retries (stepRetriesSQL).
+// It returns whether it recorded the step, and queues a NOTIFY for the tree when a reader holds
 // a live lease on its events (see addEventSQL). The caller holds the
 // tree's root lock.
 const recordStepSQL = `WITH run AS (
@@ -75,8 +76,11 @@ const recordStepSQL = `WITH run AS (
 		RETURNING id, root_id, parent_id),
 	step AS (
 		INSERT INTO gb_agent_research_steps (run_id, step, messages, prompt_tokens, completion_tokens, cost_usd,
-			cached_tokens, reasoning_tokens)
-		SELECT id, $2, $4, $5, $6, $7, $10, $17 FROM run),
+			cached_tokens, reasoning_tokens, model, started_at, model_ms, tool_ms, compaction, retries, retry_outcomes)
+		SELECT id, $2, $4, $5, $6, $7, $10, $17, d.model, d.started_at, d.model_ms, d.tool_ms, d.compaction,
+			r.n, r.outcomes
+		FROM run, jsonb_to_record($21::jsonb) AS d(model text, started_at timestamptz, model_ms int, tool_ms int,
+			compaction jsonb), (` + stepRetriesSQL + `) AS r),
 	states AS (
 		INSERT INTO gb_agent_research_states (run_id, state, step)
 		SELECT run.id, u.s, u.n FROM run, unnest($8::text[], $16::int[]) WITH ORDINALITY AS u(s, n, o) ORDER BY u.o),

@@ -47,6 +47,8 @@ type turn struct {
 	// request's compaction counts with it, so that what it sends fits the
 	// window as the provider counts.
 	tokenRatio float64
+	// compaction is what the compaction of the latest request built did.
+	compaction *Compaction
 }
 
 // work makes the steps of the job's run, each in its own transaction, until
@@ -231,6 +233,7 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	}
 	a.injectFault(FaultAfterModel)
 	c := &stepCommit{turn: t, step: step, prelude: prelude, inputIDs: inputIDs, call: ans.call, callUse: ans.resp.Usage}
+	c.details = stepDetails{model: ans.call.model, started: started, modelTime: ans.latency, toolsFrom: time.Now(), compaction: t.compaction}
 	c.reply = ans.resp.Message.Sanitized()
 	c.reply.Role = llm.RoleAssistant
 	if ans.last {

@@ -1,0 +1,79 @@
+package jobs
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/gbresearch/gb/jobs/compact"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Compaction is what fitting a step's request into its model's window did
+// to it (jobs/compact): the level it was compacted at (how often the
+// provider had said such a request did not fit), the tool results replaced
+// by a stub or cut to their head, and the prompt's size before and after,
+// in gb's own token count (llm.EstimatePromptTokens).
+type Compaction struct {
+	Level        int `json:"level"`
+	Stubbed      int `json:"stubbed"`
+	Trimmed      int `json:"trimmed"`
+	TokensBefore int `json:"tokens_before"`
+	TokensAfter  int `json:"tokens_after"`
+}
+
+// compactionOf is what the compaction of req into res did, or nil when it
+// changed nothing and was not asked to try harder.
+func compactionOf(req llm.Request, res compact.Result, level int) *Compaction {
+	if res.Stubbed == 0 && res.Trimmed == 0 && level == 0 {
+		return nil
+	}
+	return &Compaction{Level: level, Stubbed: res.Stubbed, Trimmed: res.Trimmed,
+		TokensBefore: llm.EstimatePromptTokens(req), TokensAfter: res.Prompt}
+}
+
+// stepDetails is what a step's record keeps beside its messages and
+// usage (migration 020): the model, when the step started, how long its
+// answered model call took, when its tools started, and its request's
+// compaction. The step's retries come from the ledger, in recordStepSQL.
+type stepDetails struct {
+	model      string
+	started    time.Time
+	modelTime  time.Duration
+	toolsFrom  time.Time // when the model's answer came back; tool time runs from here to the record
+	compaction *Compaction
+}
+
+// encode is the details as recordStepSQL reads them ($21), with the tool
+// time measured up to now.
+func (d stepDetails) encode() (string, error) {
+	var tools time.Duration
+	if !d.toolsFrom.IsZero() {
+		tools = time.Since(d.toolsFrom)
+	}
+	v := struct {
+		Model      string      `json:"model"`
+		StartedAt  *time.Time  `json:"started_at"`
+		ModelMS    int64       `json:"model_ms"`
+		ToolMS     int64       `json:"tool_ms"`
+		Compaction *Compaction `json:"compaction"`
+	}{Model: d.model, ModelMS: max(d.modelTime.Milliseconds(), 0), ToolMS: max(tools.Milliseconds(), 0),
+		Compaction: d.compaction}
+	if !d.started.IsZero() {
+		v.StartedAt = &d.started
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("error encoding step details: %w", err)
+	}
+	return string(b), nil
+}
+
+// stepRetriesSQL counts, for recordStepSQL, the model calls of the step
+// ($1 run, $2 step) other than the one that answered it ($9), with what
+// happened to each as the ledger says: a call still reserved is one whose
+// worker died. Calls queued for capacity and never made are not counted.
+const stepRetriesSQL = `SELECT count(*)::int AS n,
+		coalesce(array_agg(coalesce(nullif(outcome, ''), status) ORDER BY id), '{}') AS outcomes
+	FROM gb_model_calls WHERE run_id = $1 AND step = $2 AND id <> $9
+		AND status IN ('reserved', 'settled', 'released') AND outcome <> 'capacity unused'`
