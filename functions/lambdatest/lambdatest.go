@@ -4,7 +4,7 @@
 // containers) and invokes it with event JSON. It also seeds a test
 // database with a user, an API key and a small knowledge base.
 //
-// It is for tests only. It may import infra/dbtest, jobs and jobs/kb.
+// It is for tests only. It may import infra/db, infra/dbtest, jobs and jobs/kb.
 package lambdatest
 
 import (

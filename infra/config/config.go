@@ -2,7 +2,7 @@
 // a getenv function a test can hand in, and validates them with errors that
 // name the variable and what it allows.
 //
-// It may import jobs, infra/fetch, infra/offline, infra/openai and
+// It may import jobs, jobs/llm, infra/fetch, infra/offline, infra/openai and
 // infra/search.
 package config
 

@@ -10,6 +10,8 @@
 // working: stubs are placed in batches, decided by replaying the history
 // as it grew (see plan), so that the request of the next step carries the
 // same stubs as this one unless a new batch was cleared.
+//
+// It may import jobs/llm only.
 package compact
 
 import (
