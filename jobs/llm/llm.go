@@ -141,7 +141,11 @@ type Usage struct {
 	// ReasoningTokens is the part of CompletionTokens a reasoning model
 	// spent thinking: billed as output, never shown.
 	ReasoningTokens int
-	CostUSD         float64
+	// CacheWriteTokens is the part of PromptTokens the provider wrote to
+	// its prompt cache (Bedrock's cacheWriteInputTokens), billed at its
+	// cache-write rate; 0 for providers that do not bill writes.
+	CacheWriteTokens int
+	CostUSD          float64
 }
 
 // Add is the sum of two usages.
@@ -151,6 +155,7 @@ func (u Usage) Add(v Usage) Usage {
 		CachedPromptTokens: u.CachedPromptTokens + v.CachedPromptTokens,
 		CompletionTokens:   u.CompletionTokens + v.CompletionTokens,
 		ReasoningTokens:    u.ReasoningTokens + v.ReasoningTokens,
+		CacheWriteTokens:   u.CacheWriteTokens + v.CacheWriteTokens,
 		CostUSD:            u.CostUSD + v.CostUSD,
 	}
 }
@@ -222,13 +227,24 @@ type Price struct {
 	// Output is the price of one million completion tokens, reasoning
 	// included.
 	Output float64
+	// CacheWrite is the price of one million prompt tokens written to the
+	// provider's prompt cache; 0 bills them at the Input rate (a provider
+	// that does not charge for writes).
+	CacheWrite float64
 }
 
-// Cost is the price of the tokens u counts.
+// Cost is the price of the tokens u counts: the prompt tokens read from
+// the cache at CachedInput, those written to it at CacheWrite, the rest at
+// Input, and the completion at Output.
 func (p Price) Cost(u Usage) float64 {
 	cached := min(max(u.CachedPromptTokens, 0), u.PromptTokens)
-	return (float64(u.PromptTokens-cached)*p.Input + float64(cached)*p.CachedInput +
-		float64(u.CompletionTokens)*p.Output) / 1e6
+	written := min(max(u.CacheWriteTokens, 0), u.PromptTokens-cached)
+	write := p.CacheWrite
+	if write == 0 {
+		write = p.Input
+	}
+	return (float64(u.PromptTokens-cached-written)*p.Input + float64(cached)*p.CachedInput +
+		float64(written)*write + float64(u.CompletionTokens)*p.Output) / 1e6
 }
 
 // Profiler is implemented by models that know their Profile. A model
