@@ -354,7 +354,8 @@ func stepStates(state string, step int, calls []llm.ToolCall, more bool) ([]stri
 	return states, at
 }
 
-// encodeEvents encodes events for insertEventsSQL.
+// encodeEvents encodes events as the parallel arrays of kinds and JSON data
+// that recordStepSQL inserts as the tree's events.
 func encodeEvents(events []pendingEvent) ([]string, []string, error) {
 	kinds, datas := make([]string, len(events)), make([]string, len(events))
 	for i, e := range events {

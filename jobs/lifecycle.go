@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// This file is what runs beside the River client while a process works
-// jobs: the liveness lock that tells other processes it is alive, and the
-// maintenance pass, run every Config.MaintainInterval, that rescues the
-// jobs of dead workers and repairs runs with no way forward.
+// This file starts and stops what runs beside the River client while a
+// process works jobs: it takes the liveness lock (liveness.go) that tells
+// other processes this one is alive, and runs the loop that calls a
+// maintenance pass (maintain.go) every Config.MaintainInterval.
 
 // working is what begin started and end stops.
 type working struct {

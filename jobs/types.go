@@ -20,7 +20,7 @@ import (
 // a Markdown file with a small header (name, description, the tools it may
 // call, its caps) and the part of the system prompt it adds. The built-in
 // types are embedded (jobs/prompts/types); operators add their own from a
-// directory (Config.TypesDir), checked at start.
+// directory (LoadTypes, from GB_AGENT_TYPES_DIR), checked at start.
 
 // DefaultType is the type of a sub-agent spawned with none.
 const DefaultType = "researcher"
