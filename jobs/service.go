@@ -208,11 +208,20 @@ func GetForUser(ctx context.Context, db DB, userID, id int64) (*Run, error) {
 	return run, nil
 }
 
+// StatusActive, as the Status of ListParams, lists the runs that have not
+// ended: queued, working or waiting.
+const StatusActive = "active"
+
+// ListStatuses are the values the Status of ListParams may take besides ""
+// (every run): a run status, or StatusActive.
+var ListStatuses = []string{StatusActive, StatusQueued, StatusWorking, StatusWaiting, StatusSucceeded, StatusFailed, StatusTimedOut}
+
 // ListParams select and page a user's runs, newest first.
 type ListParams struct {
 	UserID   int64
 	ParentID *int64
-	Status   string
+	// Status is "" (every run), a run status or StatusActive.
+	Status string
 	// Before is a cursor: only runs with a smaller id are listed.
 	Before int64
 	Limit  int
@@ -225,7 +234,8 @@ func List(ctx context.Context, db DB, p ListParams) ([]*Run, int64, error) {
 		p.Limit = 20
 	}
 	runs, err := queryRuns(ctx, db, "SELECT "+runColumns+` FROM gb_agent_research_runs
-		WHERE user_id = $1 AND ($2::bigint IS NULL OR parent_id = $2) AND ($3 = '' OR status = $3)
+		WHERE user_id = $1 AND ($2::bigint IS NULL OR parent_id = $2) AND ($3 = '' OR status = $3
+		       OR ($3 = 'active' AND status IN ('queued', 'working', 'waiting')))
 		  AND ($4::bigint = 0 OR id < $4::bigint)
 		ORDER BY id DESC LIMIT $5`, p.UserID, p.ParentID, p.Status, p.Before, p.Limit+1)
 	if err != nil {

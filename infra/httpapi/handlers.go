@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gbresearch/gb/jobs"
@@ -93,8 +95,16 @@ func (req createRequest) params(uid int64) (jobs.StartParams, error) {
 }
 
 type listResponse struct {
-	Runs       []*jobs.Run `json:"runs"`
+	Runs       []listedRun `json:"runs"`
 	NextCursor string      `json:"next_cursor,omitempty"`
+}
+
+// listedRun is a run as the list shows it: without its report unless the
+// request has include=report (a page of reports is large, and a list is
+// polled).
+type listedRun struct {
+	*jobs.Run
+	Report *string `json:"report,omitempty"`
 }
 
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
@@ -108,10 +118,18 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		}
 		p.ParentID = &id
 	}
-	switch p.Status {
-	case "", jobs.StatusQueued, jobs.StatusWorking, jobs.StatusWaiting, jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusTimedOut:
+	if p.Status != "" && !slices.Contains(jobs.ListStatuses, p.Status) {
+		writeError(w, http.StatusBadRequest, "invalid_request", "status",
+			"status must be one of "+strings.Join(jobs.ListStatuses, ", "))
+		return
+	}
+	withReport := false
+	switch q.Get("include") {
+	case "":
+	case "report":
+		withReport = true
 	default:
-		writeError(w, http.StatusBadRequest, "invalid_request", "status", "status must be one of queued, working, waiting, succeeded, failed, timed_out")
+		writeError(w, http.StatusBadRequest, "invalid_request", "include", "include must be report (or absent)")
 		return
 	}
 	if s := q.Get("cursor"); s != "" {
@@ -135,9 +153,12 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	resp := listResponse{Runs: runs}
-	if resp.Runs == nil {
-		resp.Runs = []*jobs.Run{}
+	resp := listResponse{Runs: make([]listedRun, len(runs))}
+	for i, run := range runs {
+		resp.Runs[i].Run = run
+		if withReport {
+			resp.Runs[i].Report = &run.Report
+		}
 	}
 	if next > 0 {
 		resp.NextCursor = strconv.FormatInt(next, 10)
