@@ -18,7 +18,8 @@ func TestLongReportIsCappedInTheWaitAndReadWholeThroughReadReport(t *testing.T) 
 	long := strings.Repeat("ü", 9990) + "THE END!!!" // 10,000 characters
 	var mu sync.Mutex
 	var seen []string
-	page := regexp.MustCompile(`(?s)\[characters \d+ to \d+ of 10000; [^\]]*\]\n(.*)$`)
+	page := regexp.MustCompile(`(?s)\[characters \d+ to \d+ of 10000; [^\]]*\]\n` +
+		`<<<UNTRUSTED WEB CONTENT: report of sub-agent long [^\n]*>>>\n(.*)\n<<<END UNTRUSTED WEB CONTENT>>>$`)
 	model := &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
 		if topic(req) == "write long" {
 			return llm.Message{Content: long}, nil

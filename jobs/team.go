@@ -139,6 +139,9 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 	if err := a.openInbox(ctx, tx, child.ID); err != nil {
 		return nil, err
 	}
+	if err := a.traceRun(ctx, tx, child); err != nil {
+		return nil, err
+	}
 	if err := a.enqueueStep(ctx, tx, child, 1); err != nil {
 		return nil, err
 	}
@@ -251,7 +254,7 @@ func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string)
 		}
 		return "", err
 	}
-	return formatReports(awaited, a.config.MaxReportChars), nil
+	return untrustedReports(awaited, a.config.MaxReportChars), nil
 }
 
 // park makes the run wait for sub-agents, for messages or for its owner's

@@ -131,8 +131,9 @@ func takeMessages(ctx context.Context, tx pgx.Tx, run *Run) ([]inboxMessage, err
 	return msgs, nil
 }
 
-// formatMessages renders read_messages' result: one block per message,
-// oldest first, or "No new messages.".
+// formatMessages renders read_messages' result: one entry per message,
+// oldest first, or "No new messages.". A sibling's text comes inside its
+// untrusted block (it may quote pages); the owner's does not.
 func formatMessages(msgs []inboxMessage) string {
 	if len(msgs) == 0 {
 		return "No new messages."
@@ -142,7 +143,7 @@ func formatMessages(msgs []inboxMessage) string {
 		if m.From == 0 {
 			fmt.Fprintf(&b, "From %s (your owner): %s\n\n", m.FromName, m.Text)
 		} else {
-			fmt.Fprintf(&b, "From %s (run %d): %s\n\n", m.FromName, m.From, m.Text)
+			fmt.Fprintf(&b, "From %s (run %d):\n%s\n\n", m.FromName, m.From, untrustedMessage(m.FromName, m.From, m.Text))
 		}
 	}
 	return strings.TrimSpace(b.String())

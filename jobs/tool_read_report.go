@@ -10,7 +10,8 @@ import (
 )
 
 // The tool read_report pages through the report of one of the run's
-// sub-agents, which wait_subagents shows cut; it is read-only.
+// sub-agents, which wait_subagents shows cut; it is read-only. The report
+// comes inside its untrusted block, as in wait_subagents.
 
 func init() {
 	register(&tool{
@@ -67,5 +68,6 @@ func readReport(ctx context.Context, env *readEnv, raw json.RawMessage) (readRes
 		note = fmt.Sprintf("[characters %d to %d of %d; %d left: call read_report with \"offset\": %d to read on]",
 			args.Offset, end, total, left, end)
 	}
-	return readResult{text: fmt.Sprintf("## %s (run %d): report\n%s\n%s", kid.Name, kid.ID, note, part)}, nil
+	label := fmt.Sprintf("report of sub-agent %s (run %d), which may quote web pages", kid.Name, kid.ID)
+	return readResult{text: fmt.Sprintf("## %s (run %d): report\n%s\n%s", kid.Name, kid.ID, note, untrusted(label, part))}, nil
 }

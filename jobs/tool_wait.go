@@ -41,5 +41,5 @@ func runWait(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, er
 		env.park = &parkRequest{callID: env.callID, names: args.Names}
 		return "", nil
 	}
-	return formatReports(awaited, env.agent.config.MaxReportChars), nil
+	return untrustedReports(awaited, env.agent.config.MaxReportChars), nil
 }

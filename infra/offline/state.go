@@ -57,7 +57,9 @@ const maxParts = 4
 var (
 	hitRE     = regexp.MustCompile(`(?m)^\[id (\d+)\] (.+) \((\S+)\)$`)
 	siblingRE = regexp.MustCompile(`(?m)^- (\S+) \[([^\]]+)\]: (.*)$`)
-	messageRE = regexp.MustCompile(`(?m)^From (\S+) \(([^)]*)\): `)
+	// messageRE starts a message of read_messages: its text follows on
+	// the same line (the owner's) or inside an untrusted block (an agent's).
+	messageRE = regexp.MustCompile(`(?m)^From (\S+) \(([^)]*)\):[ \n]`)
 	// partRE is the line read ends a part of a document with.
 	partRE = regexp.MustCompile(`\n\n\[characters (\d+) to (\d+) of (\d+); (?:(\d+) left: call read with "offset": (\d+) to read on|nothing left)\]$`)
 )
@@ -138,8 +140,11 @@ func (s *state) readResult(c llm.ToolCall, content string) {
 			if i+1 < len(idx) {
 				end = idx[i+1][0]
 			}
-			s.messages = append(s.messages, messageSource(content[m[2]:m[3]], content[m[4]:m[5]],
-				strings.TrimSpace(content[m[1]:end])))
+			text := strings.TrimSpace(content[m[1]:end])
+			if _, body, ok := untrustedBody(text); ok {
+				text = strings.TrimSpace(body)
+			}
+			s.messages = append(s.messages, messageSource(content[m[2]:m[3]], content[m[4]:m[5]], text))
 		}
 	}
 }
@@ -258,6 +263,9 @@ func (s *state) readPart(c llm.ToolCall, content string) {
 	if pm := partRE.FindStringSubmatch(body); pm != nil {
 		body = body[:len(body)-len(pm[0])]
 		next, _ = strconv.Atoi(pm[5])
+	}
+	if _, inner, ok := untrustedBody(body); ok {
+		body = inner // a note another agent remembered
 	}
 	s.more = nil
 	if args.Offset > 0 {
