@@ -1,0 +1,119 @@
+package bedrock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Model is an llm.Model backed by Bedrock's Converse API. It is safe for
+// concurrent use.
+type Model struct {
+	name    string
+	client  *bedrockruntime.Client
+	log     *slog.Logger
+	profile llm.Profile
+	caching caching
+}
+
+var (
+	_ llm.Model    = (*Model)(nil)
+	_ llm.Profiler = (*Model)(nil)
+)
+
+// New checks cfg, fills its defaults, loads the AWS configuration when
+// cfg has none (the SDK's default chain: environment, then the role) and
+// returns the model. Credentials are resolved at the first call, not here.
+// A model the table does not know gets ContextWindowDefault and no price,
+// and a warning is logged once.
+func New(ctx context.Context, cfg Config) (*Model, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ac := cfg.AWS
+	if ac == nil {
+		loaded, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("error loading the AWS configuration for Bedrock: %w", err)
+		}
+		ac = &loaded
+	}
+	region := cfg.Region
+	if region == "" {
+		region = ac.Region
+	}
+	if region == "" {
+		return nil, fmt.Errorf("bedrock config: no Region (set AWS_REGION or the Bedrock Region)")
+	}
+	override, ok := cfg.Profiles[cfg.Model]
+	if !ok {
+		override = cfg.Profiles[FoundationModel(cfg.Model)]
+	}
+	s, _ := specOf(cfg.Model)
+	m := &Model{name: cfg.Model, client: newClient(*ac, region, cfg), log: cfg.Logger, caching: s.caching}
+	var known bool
+	m.profile, known = profileFor(cfg.Model, override)
+	if !known || !m.profile.Priced {
+		m.log.Warn("bedrock: model not in the profile table; describe it in GB_MODEL_PROFILES",
+			slog.String("model", m.name), slog.Int("context_window", m.profile.ContextWindow),
+			slog.Bool("context_window_known", known), slog.Bool("priced", m.profile.Priced))
+	}
+	return m, nil
+}
+
+// newClient is the Bedrock Runtime client of a model. Its retryer is
+// aws.NopRetryer: one attempt per call. The SDK's standard retryer would
+// retry throttling and 5xx up to three times with its own backoff and its
+// own client-side token bucket, inside one step; gb already retries those
+// through River after taking capacity from the shared limiter in Postgres
+// (gb_take_capacity), so the SDK's attempts would multiply gb's and spend
+// the provider's quota behind the shared limiter's back.
+func newClient(ac aws.Config, region string, cfg Config) *bedrockruntime.Client {
+	return bedrockruntime.NewFromConfig(ac, func(o *bedrockruntime.Options) {
+		o.Region = region
+		o.Retryer = aws.NopRetryer{}
+		o.HTTPClient = recordingDoer{client: cfg.HTTPClient}
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+}
+
+// Name implements llm.Model: the configured model id.
+func (m *Model) Name() string { return m.name }
+
+// Profile implements llm.Profiler: the model's window, caps and prices.
+func (m *Model) Profile() llm.Profile { return m.profile }
+
+// Complete implements llm.Model with one Converse request; it never
+// retries nor waits. Every failure is a *llm.CallError (see failure).
+func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	in, err := m.input(req)
+	if err != nil {
+		return llm.Response{}, &llm.CallError{
+			Err: fmt.Errorf("bedrock %s: invalid request: %w: %w", m.name, llm.ErrPermanent, err)}
+	}
+	ex := &exchange{}
+	out, err := m.client.Converse(ex.attach(ctx), in)
+	if err != nil {
+		return llm.Response{}, m.failure(ctx, ex, err)
+	}
+	return m.response(req, out)
+}
+
+// EstimateUsage is the most a request may cost: its estimated prompt
+// tokens at the uncached rate and its whole completion cap.
+func (m *Model) EstimateUsage(req llm.Request) llm.Usage {
+	u := llm.Usage{PromptTokens: llm.EstimatePromptTokens(req), CompletionTokens: max(req.MaxCompletionTokens, 0)}
+	if m.profile.Priced {
+		u.CostUSD = m.profile.Price.Cost(u)
+	}
+	return u
+}

@@ -1,0 +1,71 @@
+package bedrock
+
+import (
+	"github.com/gbresearch/gb/infra/openai"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// Defaults of a model the table does not know.
+const (
+	// ContextWindowDefault is the window assumed for an unknown model.
+	ContextWindowDefault = 32_000
+	// StepCapDefault and ReportCapDefault are the completion caps of a
+	// call that may call tools and of one that writes a report.
+	StepCapDefault   = 1024
+	ReportCapDefault = 4096
+)
+
+// profileFor is the profile of a model id: the table's, then o's fields
+// over it. known is false when the window is a guess.
+func profileFor(id string, o openai.ProfileOverride) (p llm.Profile, known bool) {
+	s, known := specOf(id)
+	window := s.window
+	if o.ContextWindow > 0 {
+		window, known = o.ContextWindow, true
+	}
+	if window == 0 {
+		window = ContextWindowDefault
+	}
+	p.ContextWindow = window
+	report := ReportCapDefault
+	if s.maxOutput > 0 {
+		report = min(report, s.maxOutput)
+	}
+	p.StepCap = capOr(o.StepCap, min(StepCapDefault, report), window)
+	p.ReportCap = capOr(o.ReportCap, report, window)
+	p.Price, p.Priced = priceFor(s, s.window > 0, o)
+	return p, known
+}
+
+// capOr is the configured cap, or def held to half the window.
+func capOr(configured, def, window int) int {
+	if configured > 0 {
+		return configured
+	}
+	return min(def, window/2)
+}
+
+// priceFor is the table's price with the override's prices over it; a
+// model not in the table is priced only when both input and output are
+// given. An overridden input price moves the cache-write price with it,
+// in the table's ratio (1.25 when unknown).
+func priceFor(s spec, listed bool, o openai.ProfileOverride) (llm.Price, bool) {
+	p := s.price
+	if o.Input != nil {
+		ratio := 1.25
+		if listed && p.Input > 0 {
+			ratio = p.CacheWrite / p.Input
+		}
+		p.Input, p.CacheWrite = *o.Input, *o.Input*ratio
+		if !listed && o.CachedInput == nil {
+			p.CachedInput = p.Input
+		}
+	}
+	if o.CachedInput != nil {
+		p.CachedInput = *o.CachedInput
+	}
+	if o.Output != nil {
+		p.Output = *o.Output
+	}
+	return p, listed || (o.Input != nil && o.Output != nil)
+}
