@@ -16,6 +16,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -164,6 +166,8 @@ type Agent struct {
 	// deadlines is the drain the agent runs, if any, and its steps'
 	// recent durations (deadline.go).
 	deadlines *deadlines
+	// tel is the agent's OpenTelemetry instrumentation (telemetry.go).
+	tel *instruments
 
 	// stopping is set once Stop is called: running jobs hand their runs
 	// over after the step they are making.
@@ -226,6 +230,10 @@ type Deps struct {
 	// Work makes the River client able to work jobs (a worker); without it
 	// the client only inserts (the API and the scheduler).
 	Work bool
+	// Tracer and Meter are the OpenTelemetry providers of the agent's
+	// spans and metrics (telemetry.go, trace.go); nil turns each off.
+	Tracer trace.TracerProvider
+	Meter  metric.MeterProvider
 }
 
 // New builds an Agent and its River client. Start works jobs when Work is set.
@@ -240,6 +248,11 @@ func New(d Deps) (*Agent, error) {
 	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer, fault: d.Fault,
 		search: d.Search, fetch: d.Fetch, webhooks: d.Webhooks, rate: newLimiter(cfg.RateLimits), deadlines: newDeadlines(),
 		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
+	tel, err := newInstruments(d.Tracer, d.Meter)
+	if err != nil {
+		return nil, err
+	}
+	a.tel = tel
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &stepWorker{agent: a})
 	river.AddWorker(workers, &timeoutWorker{agent: a})
@@ -371,13 +384,21 @@ func (w *stepWorker) NextRetry(job *river.Job[StepArgs]) time.Time { return next
 // Timeout is the longest a step job runs: its slice and its last step.
 func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return w.agent.config.jobTimeout() }
 
-// Work runs one step. Whatever happens, the run is left ended, parked, or
+// Work runs the job's steps in the job's span (trace.go).
+func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
+	ctx, end := w.agent.startJob(ctx, job)
+	err := w.work(ctx, job)
+	end(err)
+	return err
+}
+
+// work runs one step. Whatever happens, the run is left ended, parked, or
 // with a next job: a step that panics is an error like any other, a step
 // interrupted because the worker is stopping goes back to the queue without
 // spending an attempt, and a step that fails on its last attempt ends its
 // run. What River discards anyway (an end that could not commit), the
 // maintenance pass repairs (reconcile.go).
-func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
+func (w *stepWorker) work(ctx context.Context, job *river.Job[StepArgs]) error {
 	err := w.agent.safeStep(ctx, job)
 	if err == nil {
 		return nil
@@ -481,7 +502,8 @@ func (StepArgs) InsertOpts() river.InsertOpts {
 // tree's start (treeOrder).
 func (a *Agent) enqueueStep(ctx context.Context, tx pgx.Tx, run *Run, step int) error {
 	args := StepArgs{RunID: run.ID, Step: step, Tree: run.TreeStartedAt}
-	if _, err := a.river.InsertTx(ctx, tx, args, &river.InsertOpts{Queue: a.config.Queue}); err != nil {
+	opts := &river.InsertOpts{Queue: a.config.Queue, Metadata: a.jobMetadata(ctx)}
+	if _, err := a.river.InsertTx(ctx, tx, args, opts); err != nil {
 		return fmt.Errorf("error inserting step job: %w", err)
 	}
 	return nil

@@ -91,7 +91,7 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 		}
 		req.ID = fmt.Sprintf("gb-call-%d", ad.call.id)
 		callStart := time.Now()
-		resp, err := a.modelFor(run).Complete(ctx, req)
+		resp, err := a.complete(ctx, run, a.modelFor(run), req) // Complete in a chat span (telemetry.go)
 		a.observe(ctx, run, resp.Limits, err)
 		if err == nil {
 			own := llm.EstimatePromptTokens(req)

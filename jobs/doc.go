@@ -13,7 +13,10 @@
 // (calls.go). In a worker Lambda, a drain starts only the steps that can
 // finish before its deadline (drain.go, deadline.go).
 //
-// It may import jobs/llm, jobs/compact, jobs/kb, jobs/prompts and messenger; it knows
+// Its OpenTelemetry spans and metrics (telemetry.go, trace.go) use the
+// OpenTelemetry API only; the providers come from Deps.
+//
+// It may import jobs/llm, jobs/compact, jobs/kb, jobs/prompts, jobs/tracectx and messenger; it knows
 // nothing of HTTP, Lambda or the model clients, which reach it through
 // llm.Model.
 package jobs

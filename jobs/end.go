@@ -43,6 +43,9 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error ending run %d: %w", run.ID, err)
 	}
+	if err := a.endRunSpans(ctx, tx, []*Run{run}, status, errText); err != nil {
+		return err
+	}
 	// A root's webhook is inserted with its end, once (webhook_enqueue.go).
 	if err := a.enqueueEndWebhook(ctx, tx, run, status, errText); err != nil {
 		return err
@@ -95,6 +98,9 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errT
 		if err := addEvent(ctx, tx, v, EventCancelled, map[string]any{"error": errText}); err != nil {
 			return err
 		}
+	}
+	if err := a.endRunSpans(ctx, tx, victims, StatusFailed, errText); err != nil {
+		return err
 	}
 	return a.cancelJobs(ctx, tx, ids, 0)
 }

@@ -92,6 +92,7 @@ func (a *Agent) Maintain(ctx context.Context, p MaintainParams) (MaintainResult,
 	if err != nil {
 		return res, fmt.Errorf("error maintaining the job queue: %w", err)
 	}
+	a.countRepairs(ctx, res)
 	return res, nil
 }
 

@@ -64,11 +64,13 @@ func (a *Agent) runReads(ctx context.Context, run *Run, step int, calls []llm.To
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			res, err := t.read(ctx, env, json.RawMessage(call.ArgumentsText()))
+			tctx, endSpan := a.startTool(ctx, run, step, call)
+			res, err := t.read(tctx, env, json.RawMessage(call.ArgumentsText()))
 			var te *toolError
 			if errors.As(err, &te) {
 				res, err = readResult{text: "Error: " + te.msg, failed: true}, nil
 			}
+			endSpan(res.failed, err)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

@@ -195,6 +195,8 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	if a.observer != nil {
 		a.observer.StepStarted(run.ID, step, started)
 	}
+	jobCtx, endSpan := a.startStep(jobCtx, run, step)
+	defer func() { endSpan(err) }()
 	ctx, cancel := context.WithTimeout(jobCtx, a.config.StepTimeout)
 	defer cancel()
 	if run.Deadline != nil {
@@ -258,6 +260,7 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 		return false, err
 	}
 	a.injectFault(FaultAfterCommit)
+	a.stepCommitted(ctx, run, c.usage)
 	if a.observer != nil {
 		a.observer.StepCommitted(run.ID, step, time.Now())
 	}

@@ -224,11 +224,13 @@ func (a *Agent) runTool(ctx context.Context, env *toolEnv, call llm.ToolCall) (s
 		return a.noSuchTool(env.run, call.Name), nil
 	}
 	env.callID = call.ID
-	result, err := t.run(ctx, env, json.RawMessage(call.ArgumentsText()))
+	tctx, endSpan := a.startTool(ctx, env.run, env.step, call)
+	result, err := t.run(tctx, env, json.RawMessage(call.ArgumentsText()))
 	var te *toolError
 	if errors.As(err, &te) {
 		result, err = "Error: "+te.msg, nil
 	}
+	endSpan(te != nil, err)
 	if err != nil {
 		return "", fmt.Errorf("tool %s of run %d: %w", call.Name, env.run.ID, err)
 	}
