@@ -188,9 +188,6 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		if err := addEvent(ctx, tx, run, EventQueued, map[string]any{"topic": oneLine(run.Topic, 200)}); err != nil {
 			return err
 		}
-		if err := a.traceRun(ctx, tx, run); err != nil {
-			return err
-		}
 		return a.enqueueStep(ctx, tx, run, 1)
 	})
 	if err != nil {
@@ -219,6 +216,13 @@ const StatusActive = "active"
 // (every run): a run status, or StatusActive.
 var ListStatuses = []string{StatusActive, StatusQueued, StatusWorking, StatusWaiting, StatusSucceeded, StatusFailed, StatusTimedOut}
 
+// ListLimitDefault and MaxListLimit are the default and the largest number
+// of runs of a page of List.
+const (
+	ListLimitDefault = 20
+	MaxListLimit     = 100
+)
+
 // ListParams select and page a user's runs, newest first.
 type ListParams struct {
 	UserID   int64
@@ -233,8 +237,8 @@ type ListParams struct {
 // List returns a page of the user's runs and the cursor of the next page
 // (0 when there is none).
 func List(ctx context.Context, db DB, p ListParams) ([]*Run, int64, error) {
-	if p.Limit <= 0 || p.Limit > 100 {
-		p.Limit = 20
+	if p.Limit <= 0 || p.Limit > MaxListLimit {
+		p.Limit = ListLimitDefault
 	}
 	runs, err := queryRuns(ctx, db, "SELECT "+runColumns+` FROM gb_agent_research_runs
 		WHERE user_id = $1 AND ($2::bigint IS NULL OR parent_id = $2) AND ($3 = '' OR status = $3

@@ -40,7 +40,7 @@ func migrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "database is up to date (%d migrations applied now)\n", n)
+			fmt.Fprintf(cmd.OutOrStdout(), "database is up to date (%s applied now)\n", count(n, "migration"))
 			return nil
 		},
 	}
@@ -104,7 +104,7 @@ func kbCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "loaded %d documents into dataset %q\n", n, a[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "loaded %s into dataset %q\n", count(n, "document"), a[0])
 			return nil
 		},
 	}

@@ -119,7 +119,7 @@ func loadGoDocs(ctx context.Context, s *stack, out io.Writer) error {
 		return fmt.Errorf("error counting documents: %w", err)
 	}
 	if n > 0 {
-		fmt.Fprintf(out, "== dataset %q has %d documents\n", jobs.DefaultDataset, n)
+		fmt.Fprintf(out, "== dataset %q has %s\n", jobs.DefaultDataset, count(n, "document"))
 		return nil
 	}
 	root := runtime.GOROOT()
@@ -136,6 +136,6 @@ func loadGoDocs(ctx context.Context, s *stack, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "loaded %d documents\n", loaded)
+	fmt.Fprintf(out, "loaded %s\n", count(loaded, "document"))
 	return nil
 }

@@ -27,8 +27,8 @@ func followRun(ctx context.Context, c *apiClient, id int64, out io.Writer) error
 	if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d", id), nil, &d); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\n[run %d] %s · %d/%d steps · tree: %d agents · %d tokens%s · $%.4f%s · %s\n", d.ID, d.Status,
-		d.Steps, d.MaxSteps, d.Tree.Runs, d.Tree.Tokens, tokenParts(d.Tree.CachedTokens, d.Tree.ReasoningTokens),
+	fmt.Fprintf(out, "\n[run %d] %s · %d/%d steps · tree: %s · %s%s · $%.4f%s · %s\n", d.ID, d.Status,
+		d.Steps, d.MaxSteps, count(d.Tree.Runs, "agent"), count(d.Tree.Tokens, "token"), tokenParts(d.Tree.CachedTokens, d.Tree.ReasoningTokens),
 		d.Tree.CostUSD, estimatedNote(d.Tree.EstimatedCalls), d.Elapsed)
 	if d.Status == jobs.StatusFailed || d.Status == jobs.StatusTimedOut {
 		return fmt.Errorf("research %d %s: %s", d.ID, d.Status, d.Error)

@@ -96,6 +96,14 @@ func estimatedNote(calls int) string {
 	return fmt.Sprintf(" · %d calls at their estimate", calls)
 }
 
+// count is n and its noun, plural but for 1: "1 agent", "2 agents".
+func count[N ~int | ~int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // oneLine folds all white space of s, newlines and tabs included, into
 // single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -106,7 +106,7 @@ func decidePlan(ctx context.Context, c *apiClient, id int64, body map[string]any
 func printPlan(w io.Writer, id int64, p *jobs.Plan) {
 	fmt.Fprintf(w, "\n[run %d plan: %s]\n", id, p.State)
 	for _, s := range p.Subagents {
-		fmt.Fprintf(w, "  - %s (%s, %d steps): %s\n", s.Name, cmpOrDefault(s.Type, jobs.DefaultType), s.MaxSteps, fit(s.Task, 100))
+		fmt.Fprintf(w, "  - %s (%s, %s): %s\n", s.Name, cmpOrDefault(s.Type, jobs.DefaultType), count(s.MaxSteps, "step"), fit(s.Task, 100))
 	}
 	if p.Note != "" {
 		fmt.Fprintf(w, "  note: %s\n", p.Note)

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,7 +18,7 @@ import (
 
 func researchCmd() *cobra.Command {
 	return group("research", "Start, watch and manage researches (over the REST API)", `  gb research start "How does sync.WaitGroup work?" --follow
-  gb research list --status working
+  gb research list --status active
   gb research tree 1 --follow`,
 		researchStartCmd(), researchListCmd(), researchGetCmd(), researchTreeCmd(), researchEventsCmd(),
 		researchMessagesCmd(), researchSourcesCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
@@ -69,6 +72,18 @@ func researchStartCmd() *cobra.Command {
   gb research start "Which HTTP client should we use?" --interactive --answer-timeout 2h --follow
   gb research start "Compare Go's HTTP routers" --approve-plan --follow`,
 		Args: args(1, 1, "one TOPIC (quote it)"),
+		PreRunE: func(cmd *cobra.Command, a []string) error {
+			p := jobs.StartParams{Topic: a[0], MaxSteps: maxSteps, Dataset: dataset, MaxCostUSD: maxCost,
+				MaxTokens: maxTokens, WebhookURL: webhook, Interactive: ask, ApprovePlan: plan}
+			if cmd.Flags().Changed("answer-timeout") {
+				s, err := answerTimeoutFlag(askWait)
+				if err != nil {
+					return err
+				}
+				p.AnswerTimeoutSeconds = s
+			}
+			return checkStart(cmd, p)
+		},
 		RunE: withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
 			body := map[string]any{"topic": a[0]}
 			if cmd.Flags().Changed("max-steps") {
@@ -125,6 +140,35 @@ func researchStartCmd() *cobra.Command {
 	return cmd
 }
 
+// checkStart checks the research start's arguments with the API's own
+// checks (jobs.StartParams.Validate), so that a value the API would refuse
+// is a usage error before any request. An explicit --max-steps 0 is
+// refused as the API refuses it.
+func checkStart(cmd *cobra.Command, p jobs.StartParams) error {
+	if cmd.Flags().Changed("max-steps") && p.MaxSteps == 0 {
+		return usageErrorf("--max-steps must be between 1 and %d (got 0); leave it out for the default %d",
+			jobs.MaxMaxSteps, jobs.DefaultMaxSteps)
+	}
+	var fe *jobs.FieldError
+	if err := p.Validate(); errors.As(err, &fe) {
+		return usageErrorf("%s %s", startFlag(fe.Field), fe.Msg)
+	} else if err != nil {
+		return usageErrorf("%w", err)
+	}
+	return nil
+}
+
+// startFlag is the command line's name of a field of the start request.
+func startFlag(field string) string {
+	switch field {
+	case "topic":
+		return "TOPIC"
+	case "answer_timeout_seconds":
+		return "--answer-timeout"
+	}
+	return "--" + strings.ReplaceAll(field, "_", "-")
+}
+
 // listPage is the answer of GET /v1/gb/research.
 type listPage struct {
 	Runs       []jobs.Run `json:"runs"`
@@ -137,9 +181,12 @@ func researchListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List your runs, newest first",
-		Example: `  gb research list --status working
+		Example: `  gb research list --status active
   gb research list --parent 1 -o json`,
 		Args: args(0, 0, "no arguments"),
+		PreRunE: func(*cobra.Command, []string) error {
+			return checkList(status, parent, limit)
+		},
 	}
 	o := addOutput(cmd)
 	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, _ []string) error {
@@ -163,11 +210,28 @@ func researchListCmd() *cobra.Command {
 		return printRuns(cmd.OutOrStdout(), page)
 	})
 	f := cmd.Flags()
-	f.StringVar(&status, "status", "", "only runs with this status: queued, working, waiting, succeeded, failed or timed_out")
+	f.StringVar(&status, "status", "", "only runs with this status: "+strings.Join(jobs.ListStatuses, ", ")+
+		" (active: queued, working or waiting)")
 	f.StringVar(&parent, "parent", "", "only the sub-agents of this run")
-	f.IntVar(&limit, "limit", 20, "runs per page (1-100)")
+	f.IntVar(&limit, "limit", jobs.ListLimitDefault, fmt.Sprintf("runs per page (1-%d)", jobs.MaxListLimit))
 	f.StringVar(&cursor, "cursor", "", "next_cursor of the previous page")
 	return cmd
+}
+
+// checkList checks the list's flags as the API does.
+func checkList(status, parent string, limit int) error {
+	if status != "" && !slices.Contains(jobs.ListStatuses, status) {
+		return usageErrorf("--status %q is not a status; use one of %s", status, strings.Join(jobs.ListStatuses, ", "))
+	}
+	if parent != "" {
+		if _, err := runID(parent); err != nil {
+			return usageErrorf("--parent: %w", err)
+		}
+	}
+	if limit < 1 || limit > jobs.MaxListLimit {
+		return usageErrorf("--limit must be between 1 and %d (got %d)", jobs.MaxListLimit, limit)
+	}
+	return nil
 }
 
 // printRuns prints a page of runs as a table.
@@ -237,7 +301,7 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 	}
 	t.row("cost", fmt.Sprintf("$%.4f", d.CostUSD))
 	t.row("model", d.Model)
-	t.row("tree", fmt.Sprintf("%d agents (%d working) · %d tokens%s · $%.4f%s", d.Tree.Runs, d.Tree.Working, d.Tree.Tokens,
+	t.row("tree", fmt.Sprintf("%s (%d working) · %s%s · $%.4f%s", count(d.Tree.Runs, "agent"), d.Tree.Working, count(d.Tree.Tokens, "token"),
 		tokenParts(d.Tree.CachedTokens, d.Tree.ReasoningTokens), d.Tree.CostUSD, estimatedNote(d.Tree.EstimatedCalls)))
 	t.row("elapsed", d.Elapsed)
 	if d.Interactive {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 
+	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/jobs"
@@ -41,7 +44,7 @@ func researchTreeCmd() *cobra.Command {
 		}
 		return showTree(ctx, c, id, follow, out)
 	})
-	cmd.Flags().BoolVar(&follow, "follow", false, "redraw the tree as it changes until every agent has ended")
+	cmd.Flags().BoolVar(&follow, "follow", false, "show the tree as it changes until every agent has ended: redrawn in place on a terminal, only the changed lines otherwise")
 	return cmd
 }
 
@@ -51,22 +54,16 @@ func getTree(ctx context.Context, c *apiClient, id int64) (treeResponse, error) 
 	return t, err
 }
 
-// showTree prints the tree of id; with follow, it redraws it each time
-// events land, until every agent has ended.
+// showTree prints the tree of id; with follow, it shows it again each time
+// events land (treeView), until every agent has ended.
 func showTree(ctx context.Context, c *apiClient, id int64, follow bool, out io.Writer) error {
-	last := ""
+	v := newTreeView(out)
 	draw := func() error {
 		t, err := getTree(ctx, c, id)
 		if err != nil {
 			return err
 		}
-		if drawn := drawTree(t); drawn != last {
-			if last != "" {
-				fmt.Fprintln(out)
-			}
-			fmt.Fprint(out, drawn)
-			last = drawn
-		}
+		v.show(treeLines(t))
 		return nil
 	}
 	if err := draw(); err != nil || !follow {
@@ -75,8 +72,88 @@ func showTree(ctx context.Context, c *apiClient, id int64, follow bool, out io.W
 	return watchTree(ctx, c, id, 0, func([]jobs.Event) error { return draw() })
 }
 
-// drawTree renders runs (a run and its descendants, by depth) as a tree.
+// treeLine is one line of a drawn tree: key names what it shows (a run's
+// "#ID", its error "#ID error", or "total"), branch is the drawing of the
+// tree before it, and text the rest.
+type treeLine struct{ key, branch, text string }
+
+// treeView shows the successive drawings of a tree. On a terminal it
+// redraws the tree in place; anywhere else it prints the first drawing
+// whole, then only the lines that changed, so that a log or a pipe reads
+// as a list of changes.
+type treeView struct {
+	out io.Writer
+	tty bool
+	// width is the terminal's width in columns (0: unknown), rows the
+	// rows the last drawing took on it.
+	width, rows int
+	last        []treeLine
+}
+
+// newTreeView is the view of out: in place when out is a terminal.
+func newTreeView(out io.Writer) *treeView {
+	v := &treeView{out: out}
+	if f, ok := out.(*os.File); ok {
+		v.width, v.tty = terminalWidth(f)
+	}
+	return v
+}
+
+// show shows a drawing, unless it is the last one again.
+func (v *treeView) show(lines []treeLine) {
+	switch {
+	case v.last != nil && slices.Equal(lines, v.last):
+		return
+	case v.last == nil || v.tty:
+		if v.rows > 0 {
+			// Up to the first row of the last drawing, then clear below.
+			fmt.Fprintf(v.out, "\x1b[%dA\x1b[J", v.rows)
+		}
+		v.rows = 0
+		for _, l := range lines {
+			fmt.Fprintln(v.out, l.branch+l.text)
+			v.rows += v.rowsOf(l.branch + l.text)
+		}
+	default:
+		was := map[string]string{}
+		for _, l := range v.last {
+			was[l.key] = l.text
+		}
+		for _, l := range lines {
+			if t, ok := was[l.key]; ok && t == l.text {
+				continue
+			}
+			if run, isErr := strings.CutSuffix(l.key, " error"); isErr {
+				fmt.Fprintln(v.out, run+" "+l.text)
+			} else {
+				fmt.Fprintln(v.out, l.text)
+			}
+		}
+	}
+	v.last = lines
+}
+
+// rowsOf is how many terminal rows line takes, wrapped at the width.
+func (v *treeView) rowsOf(line string) int {
+	w := runewidth.StringWidth(line)
+	if v.width <= 0 || w <= v.width {
+		return 1
+	}
+	return (w + v.width - 1) / v.width
+}
+
+// drawTree renders a tree as text.
 func drawTree(t treeResponse) string {
+	var b strings.Builder
+	for _, l := range treeLines(t) {
+		b.WriteString(l.branch + l.text + "\n")
+	}
+	return b.String()
+}
+
+// treeLines renders runs (a run and its descendants, by depth) as the
+// lines of a tree, then its totals.
+func treeLines(t treeResponse) []treeLine {
 	kids := map[int64][]*jobs.Run{}
 	var top *jobs.Run
 	for _, r := range t.Runs {
@@ -87,15 +164,18 @@ func drawTree(t treeResponse) string {
 		kids[*r.ParentID] = append(kids[*r.ParentID], r)
 	}
 	if top == nil {
-		return ""
+		return nil
 	}
-	var b strings.Builder
+	var lines []treeLine
 	var walk func(r *jobs.Run, prefix, branch string)
 	walk = func(r *jobs.Run, prefix, branch string) {
-		fmt.Fprintf(&b, "%s%s#%d %s  %s · %s · %d/%d steps · %d tok%s · $%.4f\n", prefix, branch, r.ID, fit(agentName(r), 24),
-			r.Status, r.State, r.Steps, r.MaxSteps, r.Tokens, tokenParts(r.CachedTokens, r.ReasoningTokens), r.CostUSD)
+		key := fmt.Sprintf("#%d", r.ID)
+		lines = append(lines, treeLine{key, prefix + branch, fmt.Sprintf("%s %s  %s · %s · %d/%d steps · %d tok%s · $%.4f",
+			key, fit(agentName(r), 24), r.Status, r.State, r.Steps, r.MaxSteps, r.Tokens,
+			tokenParts(r.CachedTokens, r.ReasoningTokens), r.CostUSD)})
 		if r.Error != "" {
-			fmt.Fprintf(&b, "%s%s    error: %s\n", prefix, strings.Repeat(" ", len([]rune(branch))), fit(r.Error, 100))
+			lines = append(lines, treeLine{key + " error", prefix + strings.Repeat(" ", len([]rune(branch))) + "    ",
+				"error: " + fit(r.Error, 100)})
 		}
 		next := prefix
 		switch branch {
@@ -114,9 +194,10 @@ func drawTree(t treeResponse) string {
 	}
 	walk(top, "", "")
 	tt := t.Totals
-	fmt.Fprintf(&b, "total: %d agents (%d working) · %d steps · %d tokens%s · $%.4f%s\n", tt.Runs, tt.Working, tt.Steps,
-		tt.Tokens, tokenParts(tt.CachedTokens, tt.ReasoningTokens), tt.CostUSD, estimatedNote(tt.EstimatedCalls))
-	return b.String()
+	lines = append(lines, treeLine{"total", "", fmt.Sprintf("total: %s (%d working) · %s · %s%s · $%.4f%s",
+		count(tt.Runs, "agent"), tt.Working, count(tt.Steps, "step"), count(tt.Tokens, "token"),
+		tokenParts(tt.CachedTokens, tt.ReasoningTokens), tt.CostUSD, estimatedNote(tt.EstimatedCalls))})
+	return lines
 }
 
 // messagesPage is the answer of GET /v1/gb/research/{id}/messages.

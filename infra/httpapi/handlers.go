@@ -142,8 +142,8 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	}
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 100 {
-			writeError(w, http.StatusBadRequest, "invalid_request", "limit", "limit must be between 1 and 100")
+		if err != nil || n < 1 || n > jobs.MaxListLimit {
+			writeError(w, http.StatusBadRequest, "invalid_request", "limit", fmt.Sprintf("limit must be between 1 and %d", jobs.MaxListLimit))
 			return
 		}
 		p.Limit = n
