@@ -188,6 +188,9 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		if err := addEvent(ctx, tx, run, EventQueued, map[string]any{"topic": oneLine(run.Topic, 200)}); err != nil {
 			return err
 		}
+		if err := a.traceRun(ctx, tx, run); err != nil {
+			return err
+		}
 		return a.enqueueStep(ctx, tx, run, 1)
 	})
 	if err != nil {
