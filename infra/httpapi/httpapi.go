@@ -54,6 +54,7 @@ var Routes = []Route{
 	{"GET", "/v1/gb/research/{id}/messages"},
 	{"POST", "/v1/gb/research/{id}/messages"},
 	{"GET", "/v1/gb/research/{id}/sources"},
+	{"GET", "/v1/gb/research/{id}/steps"},
 	{"POST", "/v1/gb/research/{id}/answer"},
 	{"POST", "/v1/gb/research/{id}/plan"},
 }
@@ -108,6 +109,7 @@ func New(d Deps) http.Handler {
 		{"GET", "/v1/gb/research/{id}/messages"}:  a.messages,
 		{"POST", "/v1/gb/research/{id}/messages"}: a.sendMessage,
 		{"GET", "/v1/gb/research/{id}/sources"}:   a.sources,
+		{"GET", "/v1/gb/research/{id}/steps"}:     a.steps,
 		{"POST", "/v1/gb/research/{id}/answer"}:   a.answer,
 		{"POST", "/v1/gb/research/{id}/plan"}:     a.decidePlan,
 		{"GET", "/v1/gb/keys"}:                    a.listKeys,
