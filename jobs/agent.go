@@ -104,6 +104,10 @@ type Config struct {
 	// WebhookRetryBase is the delay after a webhook delivery's first
 	// failed attempt, doubled after each (WebhookRetryBaseDefault).
 	WebhookRetryBase time.Duration
+	// Citations is the citations mode of a research that asks for none
+	// (citations.go: off, flag or revise); "" means revise for a language
+	// model and flag for the offline policy.
+	Citations string
 }
 
 func (c Config) withDefaults() Config {
@@ -133,6 +137,9 @@ func (c Config) validate() error {
 	if c.RescueStuckJobsAfter <= c.jobTimeout() {
 		return fmt.Errorf("RescueStuckJobsAfter (%s) must be greater than StepTimeout plus Slice (%s)",
 			c.RescueStuckJobsAfter, c.jobTimeout())
+	}
+	if err := checkCitationsMode("Citations", c.Citations); err != nil {
+		return err
 	}
 	if c.MaxSubagents != nil && (*c.MaxSubagents < 0 || *c.MaxSubagents > MaxSubagentsPerTree) {
 		return fmt.Errorf("MaxSubagents must be 0 to %d", MaxSubagentsPerTree)

@@ -224,10 +224,30 @@ func (a *Agent) follow(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs],
 	run := env.run
 	switch next {
 	case succeeded:
-		if err := a.endRun(ctx, tx, run, StatusSucceeded, report, "", job.ID); err != nil {
+		// The citation check may send the report back to the root once (citations.go).
+		checked, err := a.citeReport(ctx, tx, run, run.Steps, report)
+		if err != nil {
+			return err
+		}
+		if checked.revise {
+			if err := a.enqueueStep(ctx, tx, run, run.Steps+1); err != nil {
+				return err
+			}
+			break
+		}
+		if err := a.endRun(ctx, tx, run, StatusSucceeded, checked.report, "", job.ID); err != nil {
 			return err
 		}
 	case noReport:
+		if draft, ok, err := a.keepDraft(ctx, tx, run); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			if err := a.endRun(ctx, tx, run, StatusSucceeded, draft, "", job.ID); err != nil {
+				return err
+			}
+			break
+		}
 		if err := a.endRun(ctx, tx, run, StatusFailed, "", "the agent ended without writing a report", job.ID); err != nil {
 			return err
 		}

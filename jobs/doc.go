@@ -16,7 +16,7 @@
 // Its OpenTelemetry spans and metrics (telemetry.go, trace.go) use the
 // OpenTelemetry API only; the providers come from Deps.
 //
-// It may import jobs/llm, jobs/compact, jobs/kb, jobs/prompts, jobs/tracectx and messenger; it knows
+// It may import jobs/llm, jobs/compact, jobs/kb, jobs/prompts, jobs/tracectx, jobs/cite and messenger; it knows
 // nothing of HTTP, Lambda or the model clients, which reach it through
 // llm.Model.
 package jobs

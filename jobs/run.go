@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/gbresearch/gb/jobs/cite"
 )
 
 // Run statuses.
@@ -112,9 +114,16 @@ type Run struct {
 	Plan        *Plan `json:"plan,omitempty"`
 	// planCallID is the id of the run's last propose_plan call.
 	planCallID string
-	Report     string    `json:"report"`
-	Error      string    `json:"error"`
-	CreatedAt  time.Time `json:"created_at"`
+	Report     string `json:"report"`
+	// CitationsMode is what the research does with its report's citations
+	// (citations.go); Citations the counts of the last check of the run's
+	// report (nil before one), CitationsBefore those of the check before
+	// the root revised it.
+	CitationsMode   string       `json:"citations_mode"`
+	Citations       *cite.Counts `json:"citations"`
+	CitationsBefore *cite.Counts `json:"citations_before,omitempty"`
+	Error           string       `json:"error"`
+	CreatedAt       time.Time    `json:"created_at"`
 	// TreeStartedAt is when the run's tree started (its root's CreatedAt).
 	TreeStartedAt time.Time  `json:"-"`
 	StartedAt     *time.Time `json:"started_at"`
@@ -163,7 +172,8 @@ const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic,
 	max_cost_usd::float8, max_tokens, max_subagents, agent_type, deadline, wait_names, wait_call_id,
 	wait_kind, wait_until, wait_read_to, interactive, answer_timeout_s, question, answer,
 	approve_plan, plan, plan_state, plan_note, plan_call_id, report, error,
-	created_at, started_at, updated_at, ended_at, tree_started_at`
+	created_at, started_at, updated_at, ended_at, tree_started_at,
+	citations_mode, citations, citations_before`
 
 // runByIDSQL reads one run.
 const runByIDSQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE id = $1"
@@ -178,7 +188,8 @@ func scanRun(row pgx.Row) (*Run, error) {
 		&r.MaxSubagents, &r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID,
 		&r.WaitKind, &r.WaitUntil, &r.WaitReadTo, &r.Interactive, &r.AnswerTimeoutSeconds, &r.Question, &r.answer,
 		&r.ApprovePlan, &planJSON, &planState, &planNote, &r.planCallID,
-		&r.Report, &r.Error, &r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt, &r.TreeStartedAt)
+		&r.Report, &r.Error, &r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt, &r.TreeStartedAt,
+		&r.CitationsMode, &r.Citations, &r.CitationsBefore)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}

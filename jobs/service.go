@@ -64,6 +64,9 @@ type StartParams struct {
 	// (propose_plan) and wait for its owner's approval before it spawns
 	// any (plan.go); AnswerTimeoutSeconds bounds that wait too.
 	ApprovePlan bool
+	// Citations is what the research does with its report's citations:
+	// off, flag or revise (citations.go); "" is the agent's default.
+	Citations string
 }
 
 // Validate checks the inputs and fills the defaults. Every edge that starts
@@ -106,6 +109,9 @@ func (p *StartParams) Validate() error {
 		return &FieldError{"max_tokens", "must be 0 (no budget) or more"}
 	}
 	if err := p.checkAsk(); err != nil {
+		return err
+	}
+	if err := checkCitationsMode("citations", p.Citations); err != nil {
 		return err
 	}
 	return ValidateWebhookURL("webhook_url", p.WebhookURL)
@@ -171,13 +177,13 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		}
 		run, err = scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
 				max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url, interactive, answer_timeout_s,
-				approve_plan)
+				approve_plan, citations_mode)
 			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''), $9, nullif($10, ''),
-				$11, $12, $13)
+				$11, $12, $13, $14)
 			RETURNING `+runColumns,
 			p.UserID, p.Topic, a.model.Name(), p.Dataset, p.MaxSteps, p.MaxCostUSD, p.MaxTokens, p.ScheduleKey,
 			a.subagentLimit(userLimit), p.WebhookURL, p.Interactive, cmpOr(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds),
-			p.ApprovePlan))
+			p.ApprovePlan, a.citationsModeFor(p.Citations)))
 		if err != nil {
 			return fmt.Errorf("error inserting research: %w", err)
 		}

@@ -227,7 +227,7 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	}
 	prelude = append(prelude, t.inputs...)
 	inputIDs = append(inputIDs, t.inputIDs...)
-	last := step >= run.MaxSteps
+	last := step >= run.MaxSteps || revising(t.history) // a revision of the report is a last step (citations.go)
 	conv := append(slices.Clip(t.history), prelude...)
 	ans, err := a.ask(ctx, t, step, conv, last)
 	if err != nil || ans == nil {
@@ -394,6 +394,14 @@ func (a *Agent) endAfter(ctx context.Context, job *river.Job[StepArgs], seen *Ru
 			return err
 		}
 		if run != nil && !run.Ended() {
+			if status != StatusSucceeded {
+				// A revision that could not be made keeps its draft (citations.go).
+				if draft, ok, err := a.keepDraft(ctx, tx, run); err != nil {
+					return err
+				} else if ok {
+					status, report, errText = StatusSucceeded, draft, ""
+				}
+			}
 			if err := a.endRun(ctx, tx, run, status, report, errText, job.ID); err != nil {
 				return err
 			}

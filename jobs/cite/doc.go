@@ -1,7 +1,7 @@
 // Package cite checks the citations of a report against the text its
 // writers actually read. It is pure: no database, no network, no model;
-// the same report and documents always give the same verdicts. It imports
-// only the standard library.
+// the same report and documents always give the same verdicts. It may
+// import nothing of the project, only the standard library.
 //
 // # Claims
 //

@@ -1,0 +1,235 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/cite"
+	"github.com/gbresearch/gb/jobs/llm"
+)
+
+// hitRE reads a knowledge-base search result's header lines.
+var hitRE = regexp.MustCompile(`(?m)^\[id (\d+)\] (.*) \((\S+)\)$`)
+
+// citingModel searches the knowledge base, reads its first hit, then
+// writes a report with four claims: one copied from what it read, one
+// with a number the document does not have, one citing an invented URL
+// and one citing the second hit, seen only as a search result. Asked to
+// revise, it keeps the supported claim only; with failRevision it fails
+// that call instead.
+type citingModel struct {
+	failRevision bool
+	revisions    int
+}
+
+// reviseAsked reports whether a request carries the citation check's
+// revision note.
+func reviseAsked(req llm.Request) bool {
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "The citation check of your report") {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *citingModel) script() *scriptModel {
+	return &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		var search, read string
+		for _, msg := range req.Messages {
+			switch {
+			case msg.Role == llm.RoleTool && msg.Name == "search":
+				search = msg.Content
+			case msg.Role == llm.RoleTool && msg.Name == "read":
+				read = msg.Content
+			}
+		}
+		hits := hitRE.FindAllStringSubmatch(search, -1)
+		switch {
+		case search == "":
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query":"goroutine","limit":5}`)}}, nil
+		case len(hits) < 2:
+			return llm.Message{Content: "no hits: " + search}, nil
+		case read == "":
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("read", `{"id":`+hits[0][1]+`}`)}}, nil
+		}
+		fact := quotable(read)
+		if reviseAsked(req) {
+			m.revisions++
+			if m.failRevision {
+				return llm.Message{}, fmt.Errorf("the provider refused: %w", llm.ErrPermanent)
+			}
+			return llm.Message{Content: fmt.Sprintf("# Report\n\n- %s [1]\n\n## Sources\n[1] %s — %s\n",
+				fact, hits[0][2], hits[0][3])}, nil
+		}
+		return llm.Message{Content: fmt.Sprintf("# Report\n\n- %s [1]\n- The package was first released in 2031 [1].\n"+
+			"- Mutexes are fair by default [2].\n- %s is documented online [3].\n\n## Sources\n[1] %s — %s\n"+
+			"[2] Invented — https://example.invalid/made-up\n[3] %s — %s\n",
+			fact, hits[1][2], hits[0][2], hits[0][3], hits[1][2], hits[1][3])}, nil
+	}}
+}
+
+// quotable is a one-sentence line of a read document, to quote.
+func quotable(read string) string {
+	for _, line := range strings.Split(read, "\n") {
+		line = strings.TrimSpace(line)
+		if len(strings.Fields(line)) >= 8 && strings.HasSuffix(line, ".") && !strings.Contains(line[:len(line)-1], ". ") &&
+			!strings.ContainsAny(line, "[]`") {
+			return line
+		}
+	}
+	return "no sentence"
+}
+
+// runCiting runs a research of citingModel with a citations mode and
+// returns it ended.
+func runCiting(t *testing.T, mode string, maxSteps int, model *citingModel) (*testBundle, *jobs.Run) {
+	t.Helper()
+	b := setup(t, setupOpts{model: model.script()})
+	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID,
+		Topic: "How does sync.Mutex work?", MaxSteps: maxSteps, Citations: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, waitEnded(t, b.pool, run.ID, 30*time.Second)
+}
+
+// The fake model's report has a supported claim, a wrong number, an
+// invented URL and a citation of a search result it never read: flag
+// marks the last three in the stored report and counts them.
+func TestCitationsFlag(t *testing.T) {
+	b, run := runCiting(t, jobs.CitationsFlag, 10, &citingModel{})
+	if run.Status != jobs.StatusSucceeded || run.Steps != 3 {
+		t.Fatalf("run ended %s after %d steps (%s), want succeeded after 3; report:\n%s", run.Status, run.Steps, run.Error, run.Report)
+	}
+	want := cite.Counts{Claims: 4, Supported: 1, Unsupported: 1, Unread: 2}
+	if run.Citations == nil || *run.Citations != want || run.CitationsBefore != nil {
+		t.Fatalf("citations %+v before %+v, want %+v and none before", run.Citations, run.CitationsBefore, want)
+	}
+	if n := strings.Count(run.Report, "⚠ unsupported"); n != 1 || !strings.Contains(run.Report, "2031 [1]. ⚠ unsupported") {
+		t.Errorf("report does not flag the wrong number once:\n%s", run.Report)
+	}
+	if n := strings.Count(run.Report, "⚠ unread"); n != 2 {
+		t.Errorf("report flags %d claims unread, want 2:\n%s", n, run.Report)
+	}
+	got, err := jobs.CitationsOf(context.Background(), b.pool, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]cite.Verdict{}
+	for _, c := range got.Citations {
+		verdicts[fmt.Sprintf("%d/%d", c.Claim, c.Marker)] = c.Verdict
+		if c.Verdict == cite.Supported && c.Passage == "" {
+			t.Errorf("supported claim %d has no passage", c.Claim)
+		}
+	}
+	wantV := map[string]cite.Verdict{"0/1": cite.Supported, "1/1": cite.Unsupported, "2/2": cite.Unread, "3/3": cite.Unread}
+	if fmt.Sprint(verdicts) != fmt.Sprint(wantV) || got.Round != 0 || got.Mode != jobs.CitationsFlag {
+		t.Errorf("verdicts %v round %d mode %s, want %v round 0 mode flag", verdicts, got.Round, got.Mode, wantV)
+	}
+}
+
+// With revise, the root gets one more step (a step job like any other,
+// counted) with the claims that lack support; the fake model keeps only
+// the supported one, and the run keeps the counts before and after.
+func TestCitationsRevise(t *testing.T) {
+	model := &citingModel{}
+	b, run := runCiting(t, jobs.CitationsRevise, 10, model)
+	if run.Status != jobs.StatusSucceeded || run.Steps != 4 || model.revisions != 1 {
+		t.Fatalf("run ended %s after %d steps and %d revisions (%s), want succeeded after 4 and 1",
+			run.Status, run.Steps, model.revisions, run.Error)
+	}
+	before := cite.Counts{Claims: 4, Supported: 1, Unsupported: 1, Unread: 2}
+	after := cite.Counts{Claims: 1, Supported: 1}
+	if run.CitationsBefore == nil || *run.CitationsBefore != before || run.Citations == nil || *run.Citations != after {
+		t.Fatalf("citations before %+v after %+v, want %+v and %+v", run.CitationsBefore, run.Citations, before, after)
+	}
+	if strings.Contains(run.Report, "⚠") || strings.Contains(run.Report, "2031") {
+		t.Errorf("revised report still has the flagged claims:\n%s", run.Report)
+	}
+	var note string
+	if err := b.pool.QueryRow(context.Background(), `SELECT m->>'content' FROM gb_agent_research_steps s,
+			jsonb_array_elements(s.messages) m WHERE s.run_id = $1 AND s.step = 3 AND m->>'role' = 'user'`, run.ID).
+		Scan(&note); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"2031", "example.invalid", "(unsupported)", "(unread)", "never read"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("the revision note does not name %q:\n%s", want, note)
+		}
+	}
+	got, err := jobs.CitationsOf(context.Background(), b.pool, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Round != 1 || len(got.Citations) != 1 || got.Citations[0].Verdict != cite.Supported {
+		t.Errorf("citations of the revised report: round %d, %+v; want round 1 with one supported", got.Round, got.Citations)
+	}
+}
+
+// A report written on the run's last step has no step left for a
+// revision: it is flagged instead.
+func TestCitationsReviseNoStepLeft(t *testing.T) {
+	model := &citingModel{}
+	_, run := runCiting(t, jobs.CitationsRevise, 3, model)
+	if run.Status != jobs.StatusSucceeded || run.Steps != 3 || model.revisions != 0 {
+		t.Fatalf("run ended %s after %d steps and %d revisions, want succeeded after 3 and none", run.Status, run.Steps, model.revisions)
+	}
+	if run.Citations == nil || run.Citations.Unread != 2 || strings.Count(run.Report, "⚠") != 3 {
+		t.Errorf("citations %+v, report:\n%s\nwant 3 flagged claims", run.Citations, run.Report)
+	}
+}
+
+// A revision whose model call fails for good ends the research with the
+// report it wrote before, flagged: never without a report.
+func TestCitationsRevisionFails(t *testing.T) {
+	model := &citingModel{failRevision: true}
+	_, run := runCiting(t, jobs.CitationsRevise, 10, model)
+	if run.Status != jobs.StatusSucceeded || model.revisions == 0 {
+		t.Fatalf("run ended %s (%s) after %d revision calls, want succeeded with its draft", run.Status, run.Error, model.revisions)
+	}
+	if strings.Count(run.Report, "⚠") != 3 || !strings.Contains(run.Report, "2031") {
+		t.Errorf("report is not the flagged draft:\n%s", run.Report)
+	}
+	if run.CitationsBefore == nil || run.Citations == nil || *run.Citations != *run.CitationsBefore {
+		t.Errorf("citations %+v before %+v, want the draft's counts in both", run.Citations, run.CitationsBefore)
+	}
+}
+
+// A research asks for off, flag or revise, or for nothing (the default).
+func TestCitationsModeValidated(t *testing.T) {
+	p := jobs.StartParams{Topic: "x", Citations: "always"}
+	var fe *jobs.FieldError
+	if err := p.Validate(); !errors.As(err, &fe) || fe.Field != "citations" || !strings.Contains(fe.Msg, "off, flag or revise") {
+		t.Fatalf("Validate = %v, want a citations field error", err)
+	}
+}
+
+// The offline policy's extractive reports cite only what it read: on the
+// demo dataset every cited claim comes out supported.
+func TestCitationsOfflineSupported(t *testing.T) {
+	b := setup(t, setupOpts{})
+	ctx := context.Background()
+	for _, topic := range []string{"How do I cancel a context with a deadline?",
+		"How does sync.WaitGroup wait for goroutines, and how does a bufio.Scanner split lines?"} {
+		run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run = waitEnded(t, b.pool, run.ID, 60*time.Second)
+		if run.Status != jobs.StatusSucceeded || run.CitationsMode != jobs.CitationsFlag || run.Citations == nil {
+			t.Fatalf("%q: %s (%s), mode %q, citations %+v", topic, run.Status, run.Error, run.CitationsMode, run.Citations)
+		}
+		c := run.Citations
+		if c.Claims == 0 || c.Supported+c.Uncited != c.Claims || c.Supported == 0 || strings.Contains(run.Report, "⚠") {
+			got, _ := jobs.CitationsOf(ctx, b.pool, run)
+			t.Errorf("%q: citations %+v, want every cited claim supported; verdicts %+v\nreport:\n%s", topic, c, got, run.Report)
+		}
+	}
+}
