@@ -17,6 +17,8 @@ const (
 	SourceFetch = "fetch"
 	// SourceResult is a search result a run was shown.
 	SourceResult = "result"
+	// SourceKB is a knowledge-base document a run read (migration 019).
+	SourceKB = "kb"
 )
 
 // FetchCacheAgeDefault is how long a page one agent of a tree fetched is
@@ -26,7 +28,8 @@ const FetchCacheAgeDefault = time.Hour
 // maxCachedBody bounds the text of a page kept for the tree's cache.
 const maxCachedBody = 1 << 20
 
-// Source is one page a run fetched or one search result it was shown.
+// Source is one page a run fetched, one search result it was shown, or one
+// knowledge-base document it read.
 type Source struct {
 	RunID        int64     `json:"run_id"`
 	Step         int       `json:"step"`
@@ -96,6 +99,20 @@ func cachedPage(ctx context.Context, db DB, rootID int64, url string, age time.D
 		return s, "", false, fmt.Errorf("error reading the fetch cache: %w", err)
 	}
 	return s, body, true, nil
+}
+
+// kbSource is the source of a read of a knowledge-base document: the
+// document's own source as its URL, its place in the knowledge base
+// (kbDocRef) as the requested URL, and the text the read returned, which
+// the citation check compares claims with.
+func kbSource(dataset string, id int64, source, title, text string) Source {
+	return Source{Kind: SourceKB, URL: source, RequestedURL: kbDocRef(dataset, id), Title: title,
+		Bytes: int64(len(text)), body: &text}
+}
+
+// kbDocRef names a knowledge-base document: "kb:<dataset>:<id>".
+func kbDocRef(dataset string, id int64) string {
+	return fmt.Sprintf("kb:%s:%d", dataset, id)
 }
 
 // Sources lists what a run read, or with tree set what every agent of the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/gbresearch/gb/jobs/kb"
@@ -12,6 +13,8 @@ import (
 )
 
 // The tool read reads one document of the knowledge base; it is read-only.
+// Each read is recorded as a source of the run (kind kb), and a note an
+// agent remembered comes inside an untrusted block.
 
 func init() {
 	register(&tool{
@@ -23,6 +26,9 @@ func init() {
 		read:  readDocument,
 	})
 }
+
+// notePrefix starts the source of a note an agent remembered (kb.Remember).
+const notePrefix = "note:"
 
 // readArgs are the arguments of read.
 type readArgs struct {
@@ -55,7 +61,12 @@ func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readR
 	if err != nil {
 		return readResult{}, err
 	}
-	text := fmt.Sprintf("[id %d] %s (%s)\n\n%s", d.ID, d.Title, d.Source, d.Body)
+	body := d.Body
+	if strings.HasPrefix(d.Source, notePrefix) {
+		// Another agent wrote it, maybe from a page.
+		body = untrusted("note "+d.Source+" remembered by an agent, which may quote web pages", body)
+	}
+	text := fmt.Sprintf("[id %d] %s (%s)\n\n%s", d.ID, d.Title, d.Source, body)
 	if end := min(args.Offset, total) + utf8.RuneCountInString(d.Body); args.Offset > 0 || end < total {
 		text += fmt.Sprintf("\n\n[characters %d to %d of %d", min(args.Offset, total), end, total)
 		if end < total {
@@ -64,5 +75,6 @@ func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readR
 			text += "; nothing left]"
 		}
 	}
-	return readResult{text: text}, nil
+	src := kbSource(env.run.Dataset, d.ID, d.Source, d.Title, d.Body)
+	return readResult{text: text, sources: []Source{src}}, nil
 }

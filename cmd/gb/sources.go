@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gbresearch/gb/jobs"
 )
 
 // source is one entry of GET /v1/gb/research/{id}/sources.
@@ -33,7 +35,7 @@ func researchSourcesCmd() *cobra.Command {
 	var tree bool
 	cmd := &cobra.Command{
 		Use:   "sources ID",
-		Short: "The pages a run fetched and the search results it was shown",
+		Short: "The pages a run fetched, the search results it was shown and the documents it read",
 		Example: `  gb research sources 1
   gb research sources 1 --tree -o json`,
 		Args: args(1, 1, "one run ID"),
@@ -47,17 +49,39 @@ func researchSourcesCmd() *cobra.Command {
 		if asJSON {
 			return writeJSON(cmd.OutOrStdout(), p)
 		}
+		if len(p.Sources) == 0 {
+			var run jobs.Run
+			if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d", id), nil, &run); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), noSources(&run, tree))
+			return nil
+		}
 		return printSources(cmd.OutOrStdout(), p)
 	})
 	cmd.Flags().BoolVar(&tree, "tree", false, "the sources of every agent of the run's tree")
 	return cmd
 }
 
-func printSources(w io.Writer, p sourcesPage) error {
-	if len(p.Sources) == 0 {
-		fmt.Fprintln(w, "no sources yet")
-		return nil
+// noSources is what to say of a run with no sources: "yet" only while it
+// works.
+func noSources(run *jobs.Run, tree bool) string {
+	who := "this run"
+	if tree {
+		who = "no agent of this run's tree"
 	}
+	switch {
+	case !run.Ended() && tree:
+		return "no sources yet: " + who + " has read a page or document so far"
+	case !run.Ended():
+		return "no sources yet: " + who + " has read no page or document so far"
+	case tree:
+		return fmt.Sprintf("no sources: the run ended %s and %s read a page or document", run.Status, who)
+	}
+	return fmt.Sprintf("no sources: the run ended %s without reading a page or document (see --tree for its sub-agents')", run.Status)
+}
+
+func printSources(w io.Writer, p sourcesPage) error {
 	t := newTable(w, "RUN", "STEP", "KIND", "STATUS", "BYTES", "TITLE", "URL")
 	for _, s := range p.Sources {
 		status := "-"

@@ -80,8 +80,9 @@ func questionText(task string) string {
 	return strings.Join(qs, " ")
 }
 
-// query is the search of the first question: the names it gives first,
-// then its other meaningful words, at most n in all, any of them matching.
+// query is the search of the first question: the names it gives first
+// (a package path with its last element), then its other meaningful words,
+// at most n in all, any of them matching.
 func (f *focus) query(n int) string {
 	seen := map[string]bool{}
 	var out []string
@@ -97,6 +98,9 @@ func (f *focus) query(n int) string {
 	for _, w := range rawWords(first) {
 		if f.names[w] {
 			add(w)
+			if i := strings.LastIndex(w, "/"); i >= 0 {
+				add(w[i+1:]) // "gzip" of compress/gzip: the word its documentation uses
+			}
 		}
 	}
 	for _, w := range rawWords(first) {

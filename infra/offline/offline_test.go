@@ -14,13 +14,16 @@ import (
 func TestSplitQuestion(t *testing.T) {
 	t.Parallel()
 	cases := map[string]int{
-		"How does the context package carry cancellation?":                                     0,
-		"How do goroutines and channels work?":                                                 0,
-		"How do goroutines work, and how does the context package carry cancellation?":         2,
-		"What is sync.Pool for? How does net/http serve requests?":                             2,
-		"- how maps grow\n- how slices grow\n- what escape analysis does":                      3,
-		"How does x work? Bring back the key facts with their sources.":                        0,
-		"Explain channels; explain mutexes in the sync package; explain the atomic operations": 0,
+		"How does the context package carry cancellation?":                                                                                0,
+		"How do goroutines and channels work?":                                                                                            0,
+		"How do goroutines work, and how does the context package carry cancellation?":                                                    2,
+		"What is sync.Pool for? How does net/http serve requests?":                                                                        2,
+		"- how maps grow\n- how slices grow\n- what escape analysis does":                                                                 3,
+		"How does x work? Bring back the key facts with their sources.":                                                                   0,
+		"Explain channels; explain mutexes in the sync package; explain the atomic operations":                                            0,
+		"How does sync.WaitGroup wait for goroutines, how does context.WithTimeout cancel work, and how does compress/gzip write a file?": 3,
+		"What does strings.Cut return, what does strings.Fields do; how does bytes.Buffer grow?":                                          3,
+		"How does net/http serve requests, and what is a ServeMux?":                                                                       2,
 	}
 	for q, want := range cases {
 		if got := splitQuestion(q); len(got) != want {
@@ -116,5 +119,49 @@ func TestMultiByteTopicsStayValidUTF8(t *testing.T) {
 	}
 	if s := oneLine(strings.Repeat("日", 50), 7); !utf8.ValidString(s) || utf8.RuneCountInString(s) != 7 {
 		t.Errorf("oneLine cut %q", s)
+	}
+}
+
+func TestThreePartQuestionKeepsEveryPart(t *testing.T) {
+	t.Parallel()
+	got := splitQuestion("How does sync.WaitGroup wait for goroutines, how does context.WithTimeout cancel work, and how does compress/gzip write a file?")
+	want := []string{"How does sync.WaitGroup wait for goroutines?", "How does context.WithTimeout cancel work?", "How does compress/gzip write a file?"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestSentencesThatPointBackAreNotQuoted(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{
+		"Outside of those two special cases, ServeFile does not use r.URL.Path for selecting the file.": true,
+		"It is safe to call Done from several goroutines at the same time.":                             true,
+		"In that case the handler replies with a redirect to the canonical path.":                       true,
+		"ServeFile replies to the request with the contents of the named file or directory.":            false,
+		"The main goroutine calls Add to set the number of goroutines to wait for.":                     false,
+	} {
+		if got := !quotable(s); got != want {
+			t.Errorf("left out %v, want %v: %q", got, want, s)
+		}
+	}
+}
+
+// TestWeakEvidenceSaysTheDatasetDoesNotCover: a question whose words the
+// documents read never use gets no findings but the statement that the
+// dataset does not cover it; a question they answer gets its findings.
+func TestWeakEvidenceSaysTheDatasetDoesNotCover(t *testing.T) {
+	t.Parallel()
+	tls := source{title: "package crypto/tls", url: "https://pkg.go.dev/crypto/tls",
+		text: "Package tls partially implements TLS 1.2, as specified in RFC 5246, and TLS 1.3, as specified in RFC 8446.\n\n" +
+			"A Config structure is used to configure a TLS client or server. After one has been passed to a TLS function it must not be modified."}
+	s := &state{task: "How do I configure TLS certificates for a Kubernetes ingress controller?", docs: []source{tls}}
+	got := s.report()
+	if !strings.Contains(got, "The documents of this dataset do not cover this question") ||
+		!strings.Contains(got, "kubernetes") || strings.Contains(got, "[1]") {
+		t.Fatalf("report:\n%s", got)
+	}
+	s = &state{task: "How does crypto/tls implement TLS 1.3?", docs: []source{tls}}
+	if got := s.report(); strings.Contains(got, "do not cover") || !strings.Contains(got, "RFC 8446. [1]") {
+		t.Fatalf("report:\n%s", got)
 	}
 }

@@ -42,10 +42,35 @@ func docSentences(text string) (out []sentence, methods map[string][]string) {
 	return out, methods
 }
 
-// quotable is a sentence fit for a report: whole, and neither a fragment
-// nor a paragraph.
+// quotable is a sentence fit for a report: whole, neither a fragment nor
+// a paragraph, and one that stands alone: a sentence that starts by
+// pointing back at the text before it ("Outside of those two special
+// cases, …", "It returns …") says nothing true once quoted alone.
 func quotable(s string) bool {
-	return len(s) >= 40 && len(s) <= 400 && strings.ContainsAny(s[len(s)-1:], ".!?")
+	return len(s) >= 40 && len(s) <= 400 && strings.ContainsAny(s[len(s)-1:], ".!?") && !pointsBack(s)
+}
+
+// backWords start a sentence that points back at the one before it.
+var backWords = map[string]bool{"this": true, "these": true, "those": true, "that": true, "it": true, "its": true,
+	"they": true, "their": true, "them": true, "such": true, "otherwise": true, "outside": true, "both": true,
+	"then": true, "thus": true, "hence": true, "however": true, "also": true, "instead": true, "likewise": true,
+	"similarly": true, "alternatively": true, "here": true, "there": true, "above": true, "former": true, "latter": true}
+
+// backPhrases start a sentence that points back at what came before.
+var backPhrases = []string{"in that case", "in this case", "in such cases", "in both cases", "in either case",
+	"as above", "as such", "as another special case", "the same", "the former", "the latter", "for the latter",
+	"for the former", "in addition", "as with"}
+
+// pointsBack says whether a sentence starts with a back-reference.
+func pointsBack(s string) bool {
+	low := strings.ToLower(s)
+	for _, p := range backPhrases {
+		if strings.HasPrefix(low, p+" ") || strings.HasPrefix(low, p+",") {
+			return true
+		}
+	}
+	first := strings.TrimRight(strings.SplitN(low, " ", 2)[0], ",;:")
+	return backWords[first]
 }
 
 // bestSentences ranks the sentences of sources against what f asks,
@@ -115,19 +140,25 @@ func scoreTerms(f *focus, all []sentence) {
 			}
 		}
 	}
+	focused := make([]bool, len(all))
 	matched := map[paraKey]bool{}
 	for i := range all {
-		if len(has[i]) > 0 {
+		if focused[i] = onFocus(has[i], all[i].src.title); focused[i] {
 			matched[paraKey{all[i].src.url, all[i].para}] = true
 		}
 	}
 	for i := range all {
 		switch {
-		case len(has[i]) > 0 || all[i].score >= 2: // in the documentation of an asked type
+		case all[i].score >= 2 || focused[i]: // in the documentation of an asked type, or on the question
 		case matched[paraKey{all[i].src.url, all[i].para}]:
 			all[i].score = 0.5 // it goes on about what a sentence of its paragraph matched
+			continue
 		default:
-			all[i].score = 0 // a sentence with nothing of the question
+			// Nothing of the question, or only the name of its own
+			// package (the omithttp2 build tag for "how does net/http
+			// serve requests?").
+			all[i].score = 0
+			continue
 		}
 		for t := range has[i] {
 			all[i].score += 1 + math.Log(float64(len(all))/float64(df[t]))
@@ -139,6 +170,24 @@ func scoreTerms(f *focus, all []sentence) {
 type paraKey struct {
 	url  string
 	para int
+}
+
+// onFocus says whether the question terms a sentence has (has) include one
+// besides the name of the package its source documents: every sentence of
+// net/http's documentation says "http".
+func onFocus(has map[string]bool, title string) bool {
+	own := map[string]bool{}
+	if path, ok := strings.CutPrefix(title, "package "); ok {
+		for _, t := range terms(strings.ReplaceAll(path, "/", " ") + " " + path) {
+			own[t] = true
+		}
+	}
+	for t := range has {
+		if !own[t] {
+			return true
+		}
+	}
+	return false
 }
 
 // pick chooses n sentences greedily: the best score, plus a bonus for

@@ -35,21 +35,34 @@ var (
 	findingLine = regexp.MustCompile(`(?m)^- (.+)$`)
 )
 
-// report writes the extractive report of everything the agent gathered.
+// report writes the extractive report of everything the agent gathered:
+// its best sentences, or, when even the best evidence is weak (coverage),
+// that the documents do not cover the question; then its sub-agents'
+// findings.
 func (s *state) report() string {
 	c := citations{}
+	if s.focus == nil {
+		s.focus = newFocus(s.task)
+	}
 	var b strings.Builder
 	seen := map[string]bool{}
-	fmt.Fprintf(&b, "# Report: %s\n\n%s\n\n## Findings\n", oneLine(s.task, 300), reportLabel)
+	fmt.Fprintf(&b, "# Report: %s\n\n%s\n", oneLine(s.task, 300), reportLabel)
 	pool := append(s.sources(), s.pages...)
 	pool = append(pool, s.messages...)
 	best := bestSentences(s.focus, pool, 6)
-	for _, sent := range best {
-		seen[sent.text] = true
-		fmt.Fprintf(&b, "- %s [%d]\n", sent.text, c.cite(sent.src))
-	}
-	if len(best) == 0 {
-		b.WriteString("- Nothing that was searched or read matches this question.\n")
+	share, missing := coverage(s.focus, pool, best)
+	switch weak := len(best) == 0 || share < weakCoverage; {
+	case weak && s.reports != "":
+		// The sub-agents researched the parts; what this agent read
+		// itself adds nothing worth quoting.
+	case weak:
+		fmt.Fprintf(&b, "\n## Findings\n- %s\n", notCovered(share, missing))
+	default:
+		b.WriteString("\n## Findings\n")
+		for _, sent := range best {
+			seen[sent.text] = true
+			fmt.Fprintf(&b, "- %s [%d]\n", sent.text, c.cite(sent.src))
+		}
 	}
 	if s.reports != "" {
 		b.WriteString("\n## From the sub-agents\n")

@@ -82,11 +82,15 @@ var (
 	listItemRE = regexp.MustCompile(`(?m)^\s*(?:[-*•]|\d+[.)])\s+(.+)$`)
 	questionWd = map[string]bool{"how": true, "what": true, "why": true, "when": true, "which": true,
 		"who": true, "where": true, "whether": true, "does": true, "do": true, "is": true, "are": true, "can": true}
+	// whWord starts a question of its own after a comma.
+	whWord = map[string]bool{"how": true, "what": true, "why": true, "when": true, "which": true,
+		"who": true, "where": true, "whether": true}
 )
 
 // splitQuestion splits a question into independent parts: list items,
-// several questions, clauses joined by ";" or by "and" before a question
-// word. A single narrow question gives one part.
+// several questions, clauses joined by ";", by "and" before a question
+// word, or by a comma before a wh-word (", how does …"). A single narrow
+// question gives one part.
 func splitQuestion(q string) []string {
 	var parts []string
 	if items := listItemRE.FindAllStringSubmatch(q, -1); len(items) >= 2 {
@@ -103,14 +107,25 @@ func splitQuestion(q string) []string {
 	return keepParts(parts)
 }
 
+// splitOnAnd splits a clause before "and" followed by a question word,
+// and after a comma followed by a wh-word: "How does A work, how does B
+// work, and how does C work?" has three parts.
 func splitOnAnd(s string) []string {
 	words := strings.Fields(s)
 	var parts []string
 	start := 0
+	cut := func(end, next int) {
+		if part := strings.TrimRight(strings.Join(words[start:end], " "), ","); part != "" {
+			parts = append(parts, part)
+		}
+		start = next
+	}
 	for i := 1; i+1 < len(words); i++ {
-		if strings.EqualFold(words[i], "and") && questionWd[strings.ToLower(words[i+1])] {
-			parts = append(parts, strings.TrimRight(strings.Join(words[start:i], " "), ","))
-			start = i + 1
+		switch {
+		case strings.EqualFold(words[i], "and") && questionWd[strings.ToLower(words[i+1])]:
+			cut(i, i+1)
+		case i > start && strings.HasSuffix(words[i-1], ",") && whWord[strings.ToLower(words[i])]:
+			cut(i, i)
 		}
 	}
 	return append(parts, strings.Join(words[start:], " "))

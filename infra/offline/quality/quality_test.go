@@ -41,10 +41,20 @@ func TestReportsCiteWhatTheyAreAbout(t *testing.T) {
 		allowed  []string
 		required []string
 		mentions []string
+		// says and never are patterns the report must and must not match.
+		says, never []string
 	}{
-		{topic: demoTopic, allowed: []string{"sync", "context", "net/http"}, required: []string{"context", "net/http"}},
+		{topic: demoTopic, allowed: []string{"sync", "context", "net/http"}, required: []string{"context", "net/http"},
+			never: []string{"omithttp2", `(?m)^- (Outside of|It |This |These |Those )`, "do not cover"}},
 		{topic: "How does sync.WaitGroup work?", allowed: []string{"sync"}, required: []string{"sync"},
-			mentions: []string{"Add", "Done", "Wait"}},
+			mentions: []string{"Add", "Done", "Wait"}, never: []string{"do not cover"}},
+		// The dataset cannot answer it: the report says so and cites nothing.
+		{topic: "How do I configure TLS certificates for a Kubernetes ingress controller?",
+			says: []string{"The documents of this dataset do not cover this question", "kubernetes"}},
+		// Three parts joined by ", how" and ", and how": each is researched.
+		{topic: "How does sync.WaitGroup wait for goroutines, how does context.WithTimeout cancel work, and how does compress/gzip write a file?",
+			allowed: []string{"sync", "context", "compress/gzip"}, required: []string{"sync", "context", "compress/gzip"},
+			says: []string{`(?m)^### \S+-3 \(run \d+\): succeeded$`}},
 	}
 	b := newBench(t)
 	for _, c := range cases {
@@ -65,6 +75,16 @@ func TestReportsCiteWhatTheyAreAbout(t *testing.T) {
 			}
 			if t.Failed() || testing.Verbose() {
 				t.Logf("report:\n%s", report)
+			}
+			for _, p := range c.says {
+				if !regexp.MustCompile(p).MatchString(report) {
+					t.Errorf("the report does not match %s", p)
+				}
+			}
+			for _, p := range c.never {
+				if m := regexp.MustCompile(p).FindString(report); m != "" {
+					t.Errorf("the report has %q (%s)", m, p)
+				}
 			}
 			for _, w := range c.mentions {
 				if !regexp.MustCompile(`\b` + w + `\b`).MatchString(findings(report)) {
@@ -149,7 +169,7 @@ func (b *bench) research(t *testing.T, topic string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		r, err := jobs.GetRun(ctx, b.pool, run.ID)
 		if err != nil {
