@@ -6,7 +6,8 @@
 //
 // Everything the page shows that a model or a web page wrote (names,
 // reasons, reports, messages, titles) is untrusted: the scripts build the
-// DOM with textContent and render a small Markdown subset into DOM nodes
+// DOM with textContent and build reports from the tokens of markdown-it
+// (vendored in static/js/vendor, parsing with raw HTML off) into DOM nodes
 // themselves, never through innerHTML, and the answers carry a
 // Content-Security-Policy that allows no inline script.
 //

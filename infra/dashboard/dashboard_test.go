@@ -1,6 +1,9 @@
 package dashboard_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"net/http"
@@ -8,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gbresearch/gb/infra/dashboard"
 	"github.com/gbresearch/gb/infra/httpapi"
+	"github.com/gbresearch/gb/jobs"
 )
 
 // get asks h for path and returns the answer and its body.
@@ -113,7 +118,7 @@ func TestPageReferencesExist(t *testing.T) {
 			return err
 		}
 		b, err := os.ReadFile(p)
-		for _, m := range regexp.MustCompile(`from '\./([^']+)'`).FindAllStringSubmatch(string(b), -1) {
+		for _, m := range regexp.MustCompile(`(?:from|import) '\./([^']+)'`).FindAllStringSubmatch(string(b), -1) {
 			refs = append(refs, []string{"", "js/" + m[1]})
 		}
 		return err
@@ -148,5 +153,93 @@ func TestScriptsNeverParseHTML(t *testing.T) {
 		if m := banned.Find(b); m != nil {
 			t.Errorf("%s uses %s", f, m)
 		}
+	}
+}
+
+// TestDashboardEndStatusesAreTheAPIs checks that the statuses the
+// dashboard treats as ended (endStatuses in static/js/format.js) are those
+// of the API's Status enum (infra/httpapi/openapi.yaml) that jobs.Run.Ended
+// reports as ended, no more and no fewer, so a status the API adds cannot
+// leave a finished run looking alive.
+func TestDashboardEndStatusesAreTheAPIs(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("static/js/format.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`export const endStatuses = Object\.freeze\(\[([^\]]*)\]\);`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("format.js does not export endStatuses as Object.freeze([...])")
+	}
+	var js []string
+	for _, q := range regexp.MustCompile(`'([a-z_]+)'`).FindAllSubmatch(m[1], -1) {
+		js = append(js, string(q[1]))
+	}
+	b, err := httpapi.OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Status struct {
+					Enum []string `json:"enum"`
+				} `json:"Status"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	enum := doc.Components.Schemas.Status.Enum
+	if len(enum) == 0 {
+		t.Fatal("openapi.yaml has no Status enum")
+	}
+	var want []string
+	for _, s := range enum {
+		if (&jobs.Run{Status: s}).Ended() {
+			want = append(want, s)
+		}
+	}
+	slices.Sort(js)
+	slices.Sort(want)
+	if len(want) == 0 || !slices.Equal(js, want) {
+		t.Errorf("format.js endStatuses %v; the API's end statuses (Status enum %v, jobs.Run.Ended) are %v", js, enum, want)
+	}
+}
+
+// TestDashboardVendoredMarkdownIsTheNotedRelease checks that the vendored
+// markdown-it is the file static/js/vendor/VENDOR.md names by its sha256,
+// with its license beside it, and that markdown.js says which version it
+// imports.
+func TestDashboardVendoredMarkdownIsTheNotedRelease(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("static/js/vendor/markdown-it.min.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, err := os.ReadFile("static/js/vendor/VENDOR.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	if !strings.Contains(string(note), "sha256 of `markdown-it.min.js`: `"+hex.EncodeToString(sum[:])+"`") {
+		t.Errorf("VENDOR.md does not name markdown-it.min.js's sha256 %x", sum)
+	}
+	head := regexp.MustCompile(`^/\*! markdown-it (\d+\.\d+\.\d+) `).FindSubmatch(b)
+	if head == nil {
+		t.Fatal("markdown-it.min.js does not start with its version")
+	}
+	md, err := os.ReadFile("static/js/markdown.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ name, text string }{{"VENDOR.md", string(note)}, {"markdown.js", string(md)}} {
+		if !strings.Contains(f.text, "markdown-it "+string(head[1])) && !strings.Contains(f.text, "version "+string(head[1])) {
+			t.Errorf("%s does not name markdown-it %s", f.name, head[1])
+		}
+	}
+	if lic, err := os.ReadFile("static/js/vendor/LICENSE"); err != nil || !strings.Contains(string(lic), "Permission is hereby granted") {
+		t.Errorf("static/js/vendor/LICENSE: %v", err)
 	}
 }

@@ -29,10 +29,15 @@ const xssReport = "# Report with markup\n\n" +
 
 // TestDashboardInBrowser serves the dashboard on a real stack and runs
 // e2e/run.mjs, which drives Chromium through playwright-core: it signs in,
-// starts the demo research, watches the tree grow and finish, opens a
-// sub-agent, reads the report, checks that a report and topic full of
-// markup show as text, and that a run's cached and reasoning tokens show. Screenshots go to .data/screenshots/ at the top of
-// the repository. Without node, Chromium or playwright-core the test skips;
+// starts the demo research, watches the tree grow and finish while pressing
+// its Cancel button (which must stay the same element and ask each time),
+// opens a sub-agent, reads the report, checks the events' numbers in their
+// tree, dates in the browser's locale, a list of runs without reports,
+// the Markdown renderer, that a report and topic full of markup show as
+// text, that a run's cached and reasoning tokens and its sources' statuses
+// and sizes show, and that a timed-out run is ended for the page: no
+// Cancel, no long poll, and a runs list not read again on a timer.
+// Screenshots go to .data/screenshots/ at the top of the repository. Without node, Chromium or playwright-core the test skips;
 // under CI=true it fails. GB_E2E_IGNORE_WAIT=true hides the wait parameter
 // of the events route from the server, to check that the page still follows
 // a tree when the server answers its long polls at once.
@@ -62,9 +67,28 @@ func TestDashboardInBrowser(t *testing.T) {
 		VALUES (0, 1, 1, $1, $1, 'settled', true)`, xss.ID); err != nil {
 		t.Fatal(err)
 	}
+	// Its sources, as run.mjs expects them: a page fetched, the same page
+	// from the tree's cache, a page answered 404, and a search result.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO gb_sources (root_id, run_id, step, kind, url, requested_url, title, status, bytes, content_type, error, cached)
+		VALUES ($1, $1, 1, 'fetch', 'https://go.dev/doc/effective_go', 'https://go.dev/doc/effective_go', 'Effective Go', 200, 51234, 'text/html', '', false),
+		       ($1, $1, 2, 'fetch', 'https://go.dev/doc/effective_go', 'https://go.dev/doc/effective_go', 'Effective Go', 200, 51234, 'text/html', '', true),
+		       ($1, $1, 2, 'fetch', 'https://go.dev/missing', 'https://go.dev/missing', '', 404, 1256, 'text/html', 'HTTP 404 Not Found', false),
+		       ($1, $1, 3, 'result', 'https://pkg.go.dev/context', '', 'context package', 0, 0, '', '', false)`, xss.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A run that timed out before it wrote a report.
+	late, _, err := s.agent.StartResearch(ctx, jobs.StartParams{UserID: s.userID, MaxSteps: 3, Topic: "What does a deadline do?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, s.pool, late.ID, 30*time.Second)
+	if _, err := s.pool.Exec(ctx, `UPDATE gb_agent_research_runs SET status = $2, state = $3, report = '',
+		error = 'ran past its wall-clock cap' WHERE id = $1`, late.ID, jobs.StatusTimedOut, jobs.StateTimedOut); err != nil {
+		t.Fatal(err)
+	}
 
 	var started int64
-	for _, line := range runE2E(t, node, s, nil, strconv.FormatInt(xss.ID, 10)) {
+	for _, line := range runE2E(t, node, s, nil, strconv.FormatInt(xss.ID, 10), strconv.FormatInt(late.ID, 10)) {
 		if v, ok := strings.CutPrefix(line, "started run "); ok {
 			started, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
@@ -87,12 +111,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	if s.longPolls.Load() == 0 {
 		t.Error("the dashboard never long-polled the events")
 	}
+	if n := s.longPollsFor(late.ID); n != 0 {
+		t.Errorf("the dashboard long-polled the events of timed-out run %d %d times, want none", late.ID, n)
+	}
 }
 
 // TestDashboardAnswersAQuestionInBrowser runs e2e/run.mjs with E2E_ASK=1:
 // in Chromium it starts an interactive research from the form, sees the
-// question its root asks on the run's page and on the timeline, and answers
-// it in the page's answer box. The research it started must have asked
+// question its root asks on the run's page and on the timeline, sees the
+// runs list follow the waiting run by a long poll on its tree rather than
+// by reading the list again, and answers it in the page's answer box. The research it started must have asked
 // once, been answered once by its owner, and written its report from the
 // answer.
 func TestDashboardAnswersAQuestionInBrowser(t *testing.T) {
@@ -136,7 +164,7 @@ func runE2E(t *testing.T, node string, s *stack, env []string, args ...string) [
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{"e2e/run.mjs", s.srv.URL, s.key}, args...)...)
 	cmd.Env = append(append(os.Environ(), "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromiumPath), env...)

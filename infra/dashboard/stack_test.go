@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,6 +41,16 @@ type stack struct {
 	// asked to wait; with ignoreWait set, the server does not see wait.
 	eventPolls, longPolls atomic.Int64
 	ignoreWait            bool
+	// longPollsOf counts the long polls by path (/v1/gb/research/ID/events).
+	mu          sync.Mutex
+	longPollsOf map[string]int
+}
+
+// longPollsFor is how many long polls asked for the events of run id.
+func (s *stack) longPollsFor(id int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.longPollsOf["/v1/gb/research/"+strconv.FormatInt(id, 10)+"/events"]
 }
 
 // startStack serves a stack with a small Go-docs dataset and one user's
@@ -75,13 +87,16 @@ func startStack(t *testing.T, modelDelay time.Duration, ignoreWait bool) *stack 
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &stack{pool: pool, agent: agent, key: key, userID: uid, ignoreWait: ignoreWait}
+	st := &stack{pool: pool, agent: agent, key: key, userID: uid, ignoreWait: ignoreWait, longPollsOf: map[string]int{}}
 	api := httpapi.New(httpapi.Deps{Agent: agent, Logger: logger})
 	st.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/events") {
 			st.eventPolls.Add(1)
 			if r.URL.Query().Get("wait") != "" && r.URL.Query().Get("wait") != "0" {
 				st.longPolls.Add(1)
+				st.mu.Lock()
+				st.longPollsOf[r.URL.Path]++
+				st.mu.Unlock()
 			}
 			if st.ignoreWait {
 				q := r.URL.Query()

@@ -1,7 +1,7 @@
 // The dashboard's browser test: drives Debian's chromium through
 // playwright-core against a running stack.
 //
-//   node e2e/run.mjs BASE_URL API_KEY [XSS_RUN_ID]
+//   node e2e/run.mjs BASE_URL API_KEY [XSS_RUN_ID [TIMED_OUT_RUN_ID]]
 //   E2E_ASK=1 node e2e/run.mjs BASE_URL API_KEY
 //   E2E_PLAN=1 node e2e/run.mjs BASE_URL API_KEY
 //
@@ -9,8 +9,16 @@
 // sub-agents and finish, opens a sub-agent and reads its report, lists the
 // runs, and, given XSS_RUN_ID (a run whose topic and report hold markup,
 // with 1234 cached and 567 reasoning tokens and one model call settled at
-// its estimate), checks that the markup shows as text and runs nothing and
-// that its usage shows. Screenshots go to
+// its estimate, and three sources: a page fetched (200, 51,234 bytes), one
+// refused (404) and a search result), checks that the markup shows as text
+// and runs nothing and that its usage and sources show; given
+// TIMED_OUT_RUN_ID (a run that timed out, without a report), checks that
+// the page treats it as ended. Along the way it checks the dashboard's
+// Markdown (markdown-it's tokens built into DOM nodes), the tree's event
+// numbers, a Cancel button that stays the same element while the page
+// refreshes, dates in the browser's locale (the browser runs in de-DE,
+// Europe/Berlin), and a runs list without reports that is not read again
+// on a timer while nothing works. Screenshots go to
 // $SCREENSHOT_DIR (default: .data/screenshots at the top of the repository).
 // With E2E_ASK=1 it signs in, starts an interactive research that asks its
 // owner a question, and answers it in the run page's answer box instead.
@@ -29,9 +37,9 @@ import { fileURLToPath } from 'node:url';
 const demoTopic = 'How do goroutines and channels synchronize work, and how does the context package carry ' +
   'cancellation and deadlines, and how does net/http serve HTTP requests?';
 
-const [base, key, xssRun] = process.argv.slice(2);
+const [base, key, xssRun, timedOutRun] = process.argv.slice(2);
 if (!base || !key) {
-  console.error('usage: node e2e/run.mjs BASE_URL API_KEY [XSS_RUN_ID]');
+  console.error('usage: node e2e/run.mjs BASE_URL API_KEY [XSS_RUN_ID [TIMED_OUT_RUN_ID]]');
   process.exit(2);
 }
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -41,12 +49,17 @@ const t0 = Date.now();
 const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
 
 // The whole run is bounded, whatever hangs.
-const deadline = setTimeout(() => { console.error('browser test took over 90 s'); process.exit(1); }, 90_000);
+const deadline = setTimeout(() => { console.error('browser test took over 120 s'); process.exit(1); }, 120_000);
 
 function check(ok, what) {
   if (!ok) throw new Error('check failed: ' + what);
   log('ok:', what);
 }
+
+// The browser's locale and time zone; dates on the page must be written
+// the way this locale writes them.
+const locale = { name: 'de-DE', timeZone: 'Europe/Berlin' };
+const localDateTime = (s) => new Date(s).toLocaleString(locale.name, { timeZone: locale.timeZone });
 
 const profile = mkdtempSync(path.join(tmpdir(), 'gb-chromium-'));
 const context = await chromium.launchPersistentContext(profile, {
@@ -55,6 +68,9 @@ const context = await chromium.launchPersistentContext(profile, {
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
     '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   viewport: { width: 1400, height: 1000 },
+  // Not the locale of the machine or of en-GB: dates must follow it.
+  locale: locale.name,
+  timezoneId: locale.timeZone,
 });
 const page = context.pages()[0] || await context.newPage();
 const problems = [];
@@ -66,6 +82,12 @@ page.on('console', (m) => {
     problems.push('console error: ' + m.text());
   }
 });
+// requests records the API requests the page makes: method and URL.
+const requests = [];
+page.on('request', (r) => { if (r.url().includes('/v1/')) requests.push({ method: r.method(), url: new URL(r.url()) }); });
+// dialogs counts the confirm dialogs the page opened; each is dismissed.
+let dialogs = 0;
+page.on('dialog', (d) => { dialogs++; d.dismiss().catch(() => {}); });
 await page.addInitScript(() => {
   window.__csp = [];
   document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));
@@ -132,6 +154,13 @@ async function run() {
   const seen = { counts: new Set(), unended: false, working: false };
   let tree = [];
   let shotWorking = false;
+  // While the tree works, its Cancel button is pressed the way a person
+  // presses it (down, a pause, up) while the page refreshes around it, and
+  // the confirm each press opens is dismissed.
+  await page.waitForSelector('#cancel:visible');
+  await page.evaluate(() => { window.__cancel = document.querySelector('#cancel'); });
+  let presses = 0;
+  let confirmed = 0;
   for (;;) {
     tree = await page.$$eval('#tree-table tbody tr', (rows) => rows.map((r) => ({
       id: Number(r.dataset.runId), status: r.dataset.status, depth: Number(r.dataset.depth),
@@ -147,9 +176,33 @@ async function run() {
     if (tree.length >= 4 && tree.every((r) => r.status === 'succeeded')) break;
     if (tree.some((r) => r.status === 'failed')) throw new Error('a run failed: ' + JSON.stringify(tree));
     if (Date.now() - t0 > 60_000) throw new Error('the tree did not finish: ' + JSON.stringify(tree));
+    if (presses < 5 && await page.isVisible('#cancel')) {
+      const box = await page.locator('#cancel').boundingBox();
+      if (box) {
+        const before = dialogs;
+        await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+        await page.mouse.down();
+        await page.waitForTimeout(120);
+        await page.mouse.up();
+        await page.evaluate(() => 0);
+        // A press the tree's end hid the button under does not count.
+        if (await page.isVisible('#cancel')) {
+          presses++;
+          confirmed += dialogs - before;
+        }
+      }
+    }
     await page.waitForTimeout(100);
   }
   check(seen.unended, 'the tree was seen working before it ended');
+  await page.waitForSelector('#live.ended');
+  const cancel = await page.evaluate(() => ({
+    same: document.querySelector('#cancel') === window.__cancel,
+    shown: document.querySelector('#cancel')?.checkVisibility() ?? false,
+  }));
+  check(presses > 0 && confirmed === presses, `each press of Cancel asked to confirm: ${presses} presses, ${confirmed} dialogs`);
+  check(cancel.same, 'the Cancel button stayed the same element while the page refreshed');
+  check(!cancel.shown, 'the Cancel button is gone once the tree has ended');
   check(seen.counts.size > 1 || !seen.counts.has(4), 'the tree grew while watched: row counts ' + [...seen.counts].join(', '));
   check(tree.length === 4 && tree[0].id === rootID && tree.slice(1).every((r) => r.depth === 1),
     'the tree is the root and three sub-agents, nested under it');
@@ -172,11 +225,14 @@ async function run() {
     'the timeline holds spawned, step and completed events: ' + kinds.length);
   const seqs = await page.$$eval('#events-body tr', (rows) => rows.map((r) => Number(r.dataset.seq)));
   check(seqs.every((s, i) => i === 0 || s > seqs[i - 1]), 'events are in order, each once');
+  await checkEventNumbers(rootID);
   const msgs = await page.$$eval('#messages-body li', (ls) => ls.length);
   check(msgs > 0, 'the messages between sub-agents are shown: ' + msgs);
   const sourcesShown = await page.isVisible('#sources');
   log(sourcesShown ? 'sources panel shown: ' + (await page.$$eval('#sources-body tbody tr', (r) => r.length)) + ' rows'
     : 'sources panel hidden (the route answered 404)');
+  if (sourcesShown) await checkSources(rootID);
+  await checkDates(rootID);
   await page.screenshot({ path: path.join(shots, 'run-page.png'), fullPage: true });
 
   // Open a sub-agent from the tree.
@@ -192,15 +248,20 @@ async function run() {
   check(await page.$$eval('#events-body tr', (rows) => rows.length) === kinds.length, 'the sub-agent page shows the tree\'s timeline');
   await page.screenshot({ path: path.join(shots, 'subagent.png'), fullPage: true });
 
-  // The list of runs, newest first.
+  // The list of runs, newest first, without their reports.
+  const listed = page.waitForResponse((r) => new URL(r.url()).pathname.endsWith('/v1/gb/research') && r.request().method() === 'GET');
   await page.click('#nav a[href="#/"]');
   await page.waitForSelector(`#runs-body tr[data-run-id="${rootID}"]`);
+  const list = await (await listed).json();
+  check(list.runs.length >= 4 && list.runs.every((r) => !('report' in r)),
+    'the list of runs comes without reports: ' + (await (await listed).body()).length + ' bytes for ' + list.runs.length + ' runs');
   const ids = await page.$$eval('#runs-body tr', (rows) => rows.map((r) => Number(r.dataset.runId)));
   check(ids.length >= 4 && ids.every((id, i) => i === 0 || id < ids[i - 1]), 'runs are listed newest first: ' + ids.join(','));
   check(await page.getAttribute(`#runs-body tr[data-run-id="${rootID}"]`, 'data-status') === 'succeeded', 'the list shows the research succeeded');
 
   await checkMarkdown();
   if (xssRun) await checkMarkupIsText(Number(xssRun));
+  if (timedOutRun) await checkTimedOut(Number(timedOutRun));
   await signOut();
 }
 
@@ -249,6 +310,7 @@ async function checkAskOwner() {
     'the timeline shows the question');
   check(await page.textContent('#run-head dd[data-fact="state"]') === 'input_required', 'the run is in state input_required');
   await page.screenshot({ path: path.join(shots, 'ask.png'), fullPage: true });
+  await checkListFollows(id);
   await page.fill('#answer', answer);
   await page.click('#ask-form button[type=submit]');
   await page.waitForSelector('#ask.hidden', { state: 'attached' });
@@ -294,6 +356,124 @@ async function checkPlanApproval() {
   await page.screenshot({ path: path.join(shots, 'planned.png'), fullPage: true });
 }
 
+// apiGet reads path from the API with the test's key, outside the page.
+async function apiGet(p) {
+  const res = await fetch(base + p, { headers: { Authorization: 'Bearer ' + key } });
+  if (!res.ok) throw new Error('GET ' + p + ': ' + res.status);
+  return res.json();
+}
+
+// checkEventNumbers checks the # column of the events of tree rootID: the
+// event's number in its tree (the API's n, which gb research events
+// prints), from 1, not its seq.
+async function checkEventNumbers(rootID) {
+  const rows = await page.$$eval('#events-body tr', (rs) => rs.map((r) => ({ seq: Number(r.dataset.seq), cell: r.cells[0].textContent })));
+  const n = new Map((await apiGet('/v1/gb/research/' + rootID + '/events?after=0')).events.map((e) => [e.seq, e.n]));
+  check(rows.length > 1 && rows.every((r, i) => r.cell === String(i + 1)),
+    'the # column numbers the tree\'s events 1 to ' + rows.length + ': ' + rows.slice(0, 3).map((r) => r.cell).join(', ') + ', …');
+  check(rows.every((r) => String(n.get(r.seq)) === r.cell) && rows.some((r) => String(r.seq) !== r.cell),
+    'each event\'s number is the API\'s n, not its seq (first seq ' + rows[0].seq + ')');
+}
+
+// sourceCells are the kind, status and size cells of the sources table.
+function sourceCells() {
+  return page.$$eval('#sources-table tbody tr', (rs) => rs.map((r) => ({
+    kind: r.dataset.kind, status: r.cells[4].textContent, size: r.cells[5].textContent,
+  })));
+}
+
+// checkSources checks the sources of tree id as the page lists them: one
+// row per source of the API, a fetch's HTTP status and a size where there
+// is one, and no 0 shown for what a search result does not have.
+async function checkSources(id) {
+  const rows = await sourceCells();
+  const api = (await apiGet('/v1/gb/research/' + id + '/sources?tree=true')).sources;
+  check(rows.length === api.length, `the sources table has a row per source: ${rows.length} rows, ${api.length} sources (` +
+    [...new Set(api.map((s) => s.kind))].join(', ') + ')');
+  check(rows.every((r, i) => r.kind === api[i].kind && (r.kind !== 'fetch' || r.status.startsWith(String(api[i].status)))),
+    'each fetch shows its HTTP status');
+  check(rows.every((r) => r.status !== '0' && r.size !== '0'), 'no source shows 0 for a status or size it does not have');
+  check(rows.every((r, i) => api[i].kind !== 'kb' || r.size === api[i].bytes.toLocaleString('en-US') + ' chars'),
+    'a document read from the knowledge base shows its size in characters');
+}
+
+// checkDates checks that run id's creation time and its events' times are
+// written in the browser's locale (de-DE), not in en-GB.
+async function checkDates(id) {
+  const run = await apiGet('/v1/gb/research/' + id);
+  const created = await page.textContent('#run-head dd[data-fact="created"]');
+  const enGB = new Date(run.created_at).toLocaleString('en-GB', { timeZone: locale.timeZone, hour12: false });
+  check(created === localDateTime(run.created_at) && created !== enGB,
+    `the run's creation time is written the ${locale.name} way: ${created} (en-GB: ${enGB})`);
+  const first = (await apiGet('/v1/gb/research/' + id + '/events?after=0')).events[0];
+  const title = await page.getAttribute(`#events-body tr[data-seq="${first.seq}"] td:nth-child(2)`, 'title');
+  check(title === localDateTime(first.at), 'an event\'s date is written the ' + locale.name + ' way: ' + title);
+}
+
+// checkSourcesOf checks the sources given to run id by the Go test: a page
+// fetched, the same page served from the tree's cache, a page answered
+// 404, and a search result.
+async function checkSourcesOf(id) {
+  await page.waitForSelector('#sources-table');
+  // The run's own reads of the knowledge base come with them.
+  const rows = (await sourceCells()).filter((r) => r.kind !== 'kb');
+  const want = [
+    { kind: 'fetch', status: '200', size: '51.2 kB' },
+    { kind: 'fetch', status: '200 · cached', size: '51.2 kB' },
+    { kind: 'fetch', status: '404 · HTTP 404 Not Found', size: '1.3 kB' },
+    { kind: 'result', status: '', size: '' },
+  ];
+  check(JSON.stringify(rows) === JSON.stringify(want), 'sources show their status and size: ' + JSON.stringify(rows));
+  await checkSources(id);
+}
+
+// checkTimedOut opens a run that timed out: the page treats it as ended
+// (no Cancel button, no long poll, no promise of a report), and the runs
+// list, where every run has now ended, is not read again on a timer.
+async function checkTimedOut(id) {
+  const from = requests.length;
+  await page.goto(base + '/ui/#/runs/' + id);
+  await page.waitForSelector('#run-head dd[data-fact="status"] .badge.s-timed_out');
+  await page.waitForSelector('#live.ended');
+  check(!(await page.isVisible('#cancel')), 'a timed-out run has no Cancel button');
+  check(await page.textContent('#report-body') === 'This agent wrote no report.', 'a timed-out run without a report says it wrote none');
+  const polls = requests.slice(from).filter((r) => r.url.pathname.endsWith(`/research/${id}/events`));
+  check(polls.length > 0 && polls.every((r) => (r.url.searchParams.get('wait') || '0') === '0'),
+    'the events of a timed-out tree are read without a long poll: ' + polls.map((r) => r.url.search).join(' '));
+  await page.screenshot({ path: path.join(shots, 'timed-out.png'), fullPage: true });
+
+  await page.click('#nav a[href="#/"]');
+  await page.waitForSelector(`#runs-body tr[data-run-id="${id}"][data-status="timed_out"]`);
+  check(await page.getAttribute('#runs', 'data-watching') === '', 'the list watches no tree when every run has ended, timed_out included');
+  const at = requests.length;
+  await page.waitForTimeout(4000);
+  const later = requests.slice(at).map((r) => r.url.pathname + r.url.search);
+  check(later.length === 0, 'the list is not read again while nothing works: ' + (later.join(' ') || 'no request in 4 s'));
+}
+
+// checkListFollows opens the list while run id waits for its owner: the
+// list long-polls the run's tree rather than reading the list again, and
+// reads it again only when the tree has news. It goes back to the run.
+async function checkListFollows(id) {
+  const from = requests.length;
+  await page.click('#nav a[href="#/"]');
+  await page.waitForSelector(`#runs-body tr[data-run-id="${id}"]`);
+  await page.waitForSelector(`#runs[data-watching~="${id}"]`);
+  const longPoll = (r) => r.url.pathname.endsWith(`/research/${id}/events`) && Number(r.url.searchParams.get('wait')) > 0;
+  for (let i = 0; i < 100 && !requests.slice(from).some(longPoll); i++) await page.waitForTimeout(100);
+  check(requests.slice(from).some(longPoll), 'the list long-polls the events of the working run\'s tree');
+  // Once it has the tree's cursor, the list is read once more (the tree
+  // may have changed since the first read); then only news reads it.
+  await page.waitForTimeout(1000);
+  const at = requests.length;
+  await page.waitForTimeout(3000);
+  const reads = requests.slice(at).filter((r) => r.url.pathname.endsWith('/v1/gb/research'));
+  check(reads.length === 0, `the list is not read again while its working run has no news: ${reads.length} reads in 3 s`);
+  await page.screenshot({ path: path.join(shots, 'runs-working.png'), fullPage: true });
+  await page.click(`#runs-body a[href="#/runs/${id}"]`);
+  await page.waitForSelector('#ask:not(.hidden) #ask-question');
+}
+
 // checkMarkupIsText opens a run whose topic and report hold <script>,
 // <img onerror> and javascript: links, and checks they show as text and
 // that nothing ran.
@@ -324,6 +504,7 @@ async function checkMarkupIsText(id) {
   check(r.xss === undefined && r.csp.length === 0, 'nothing ran and nothing was blocked: ' + JSON.stringify([r.xss, r.csp]));
   check(r.bold === 1, 'Markdown around the markup still renders');
   await page.screenshot({ path: path.join(shots, 'xss.png'), fullPage: true });
+  await checkSourcesOf(id);
   await checkUsage(id);
 }
 
@@ -352,18 +533,34 @@ async function checkUsage(id) {
 // in the page, and compares the DOM it built (serialized) with what is
 // expected.
 async function checkMarkdown() {
+  const a = (href, text, title) => `<a href="${href}"${title ? ` title="${title}"` : ''} target="_blank" rel="noopener noreferrer nofollow">${text}</a>`;
   const cases = [
     ['## Title *here*', '<h2>Title <em>here</em></h2>'],
     ['**bold**, _em_ and snake_case_name', '<p><strong>bold</strong>, <em>em</em> and snake_case_name</p>'],
-    ['[x](javascript:alert(1)) [d](data:text/html,hi) [ok](https://go.dev/doc)',
-      '<p><span class="unsafe-link">x</span> <span class="unsafe-link">d</span> ' +
-      '<a href="https://go.dev/doc" target="_blank" rel="noopener noreferrer nofollow">ok</a></p>'],
-    ['(see https://pkg.go.dev/sync).', '<p>(see <a href="https://pkg.go.dev/sync" target="_blank" rel="noopener noreferrer nofollow">https://pkg.go.dev/sync</a>).</p>'],
+    // Links to anything but http(s) and mailto stay the text they were written as.
+    ['[x](javascript:alert(1)) [d](data:text/html,hi) [r](/v1/gb/keys) [ok](https://go.dev/doc)',
+      '<p>[x](javascript:alert(1)) [d](data:text/html,hi) [r](/v1/gb/keys) ' + a('https://go.dev/doc', 'ok') + '</p>'],
+    ['(see https://pkg.go.dev/sync). go.dev is not a link', '<p>(see ' + a('https://pkg.go.dev/sync', 'https://pkg.go.dev/sync') + '). go.dev is not a link</p>'],
     ['- a\n  - b\n- c', '<ul><li>a<ul><li>b</li></ul></li><li>c</li></ul>'],
     ['1. one\n2. two `<b>`', '<ol><li>one</li><li>two <code>&lt;b&gt;</code></li></ol>'],
-    ['```\n<script>x()</script>\n```', '<pre><code>&lt;script&gt;x()&lt;/script&gt;</code></pre>'],
+    ['3. three\n4. four', '<ol start="3"><li>three</li><li>four</li></ol>'],
+    ['```go\n<script>x()</script>\n```', '<pre><code class="language-go">&lt;script&gt;x()&lt;/script&gt;</code></pre>'],
     ['> quoted <i>\n\n---', '<blockquote><p>quoted &lt;i&gt;</p></blockquote><hr>'],
-    ['[1] a — https://a.example/x\n[2] b', '<p>[1] a — <a href="https://a.example/x" target="_blank" rel="noopener noreferrer nofollow">https://a.example/x</a><br>[2] b</p>'],
+    ['[1] a — https://a.example/x\n[2] b', '<p>[1] a — ' + a('https://a.example/x', 'https://a.example/x') + '<br>[2] b</p>'],
+    // Raw HTML is text, a block of it too.
+    ['<div onclick="x()">\n<script>alert(1)</script>\n</div>', '<p>&lt;div onclick="x()"&gt;<br>&lt;script&gt;alert(1)&lt;/script&gt;<br>&lt;/div&gt;</p>'],
+    // A table, with its columns' alignment as classes.
+    ['| Package | Lines |\n|:--|--:|\n| `sync` | 1,024 |\n| context | 512 |',
+      '<table><thead><tr><th class="align-left">Package</th><th class="align-right">Lines</th></tr></thead>' +
+      '<tbody><tr><td class="align-left"><code>sync</code></td><td class="align-right">1,024</td></tr>' +
+      '<tr><td class="align-left">context</td><td class="align-right">512</td></tr></tbody></table>'],
+    // Reference links and entities are resolved.
+    ['See [the spec][spec] &amp; [mail](mailto:go@example.org) &copy; &#60;b&#62;\n\n[spec]: https://go.dev/ref/spec "The Go spec"',
+      '<p>See ' + a('https://go.dev/ref/spec', 'the spec', 'The Go spec') + ' &amp; ' + a('mailto:go@example.org', 'mail') + ' © &lt;b&gt;</p>'],
+    ['***both*** and ~~gone~~', '<p><em><strong>both</strong></em> and <s>gone</s></p>'],
+    // An image is a link to it, never an image.
+    ['![a chart](https://x.example/c.png) ![bad](javascript:x)',
+      '<p><a href="https://x.example/c.png" target="_blank" rel="noopener noreferrer nofollow" class="image-link">a chart</a> ![bad](javascript:x)</p>'],
   ];
   const got = await page.evaluate(async (cases) => {
     const { renderMarkdown } = await import('./js/markdown.js');

@@ -34,16 +34,26 @@ export function fmtEstimated(n) {
   return n === 1 ? '1 call at its estimate' : fmtInt(n) + ' calls at their estimate';
 }
 
-// fmtTime is the local time of day of an RFC 3339 time, or ''.
+// fmtTime is the time of day of an RFC 3339 time, in the browser's time
+// zone and locale, or ''.
 export function fmtTime(s) {
   const d = s ? new Date(s) : null;
-  return d && !isNaN(d) ? d.toLocaleTimeString('en-GB', { hour12: false }) : '';
+  return d && !isNaN(d) ? d.toLocaleTimeString() : '';
 }
 
-// fmtDateTime is the local date and time of an RFC 3339 time, or ''.
+// fmtDateTime is the date and time of an RFC 3339 time, in the browser's
+// time zone and locale, or ''.
 export function fmtDateTime(s) {
   const d = s ? new Date(s) : null;
-  return d && !isNaN(d) ? d.toLocaleString('en-GB', { hour12: false }) : '';
+  return d && !isNaN(d) ? d.toLocaleString() : '';
+}
+
+// fmtBytes is a size in bytes as people read it: "512 B", "4.2 kB", "1.3 MB".
+export function fmtBytes(n) {
+  n = Number(n) || 0;
+  if (n < 1000) return fmtInt(n) + ' B';
+  if (n < 1e6) return (n / 1e3).toFixed(1) + ' kB';
+  return (n / 1e6).toFixed(1) + ' MB';
 }
 
 // ago is how long before now s was, roughly: "5s ago", "3m ago".
@@ -68,5 +78,10 @@ export function badge(status) {
   return h('span', { class: 'badge s-' + classWord(status) }, status || '?');
 }
 
-// ended reports whether a run has finished.
-export function ended(run) { return run.status === 'succeeded' || run.status === 'failed'; }
+// endStatuses are the statuses a run ends with, as the API's Status enum
+// (infra/httpapi/openapi.yaml) and jobs.Run.Ended have them; a test in
+// infra/dashboard checks that the three agree.
+export const endStatuses = Object.freeze(['succeeded', 'failed', 'timed_out']);
+
+// ended reports whether a run has finished, one way or the other.
+export function ended(run) { return endStatuses.includes(run.status); }

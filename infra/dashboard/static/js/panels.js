@@ -2,13 +2,72 @@
 // text nodes only; the report goes through the Markdown renderer.
 import { api } from './api.js';
 import { h, fill, extLink, classWord } from './dom.js';
-import { badge, ended, fmtCost, fmtDateTime, fmtEstimated, fmtInt, fmtTime, fmtTokenParts, truncate, usageCells } from './format.js';
+import { badge, ended, fmtBytes, fmtCost, fmtDateTime, fmtEstimated, fmtInt, fmtTime, fmtTokenParts, truncate, usageCells } from './format.js';
 import { renderMarkdown } from './markdown.js';
 
+const heads = new WeakMap();
+
 // renderHead shows the run: name, status, topic, model, usage, lineage,
-// and a cancel button while it works.
+// and a Cancel button while it works. The title row and its button are
+// made once per run and then only updated when what they show changes, so
+// a refresh never replaces the button under a pointer pressing it; the
+// rest is rebuilt when the run's facts change.
 export function renderHead(el, run, app) {
-  const facts = [
+  let head = heads.get(el);
+  if (!head || head.id !== run.id) {
+    head = makeHead(el, run.id, app);
+    heads.set(el, head);
+  }
+  const name = run.name || 'research';
+  if (head.name.textContent !== name) head.name.textContent = name;
+  const over = ended(run);
+  if (head.cancel.classList.contains('hidden') !== over) head.cancel.classList.toggle('hidden', over);
+  const facts = headFacts(run);
+  const key = JSON.stringify([facts.map(([k, v]) => [k, v instanceof Node ? v.textContent : v]),
+    run.parent_id, run.root_id, run.reason, run.topic, run.error]);
+  if (head.key === key) return;
+  head.key = key;
+  const lineage = [];
+  if (run.parent_id) {
+    lineage.push('Sub-agent of ', h('a', { href: '#/runs/' + run.parent_id }, '#' + run.parent_id));
+    if (run.root_id !== run.parent_id) lineage.push(' in the tree of ', h('a', { href: '#/runs/' + run.root_id }, '#' + run.root_id));
+  }
+  fill(head.body,
+    lineage.length ? h('p', { class: 'lineage' }, lineage) : null,
+    run.reason ? h('p', { class: 'reason' }, h('strong', {}, 'Reason: '), run.reason) : null,
+    h('p', { class: 'topic-full', id: 'run-topic' }, run.topic),
+    h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-fact': k.toLowerCase() }, v)])),
+    run.error ? h('p', { class: 'note error', id: 'run-error' }, run.error) : null);
+}
+
+// makeHead builds the parts of run id's head that stay: its title row, with
+// the Cancel button (hidden until renderHead shows it), and the box the
+// rest goes in.
+function makeHead(el, id, app) {
+  const name = h('span', { id: 'run-name' });
+  const cancel = h('button', { type: 'button', class: 'danger hidden', id: 'cancel' }, 'Cancel');
+  cancel.addEventListener('click', async () => {
+    if (!window.confirm('Cancel run #' + id + ' and its sub-agents?')) return;
+    cancel.disabled = true;
+    try {
+      await api('/v1/gb/research/' + id + '/cancel', { method: 'POST' });
+    } catch (e) {
+      app.failed(e);
+      cancel.disabled = false;
+    }
+  });
+  const body = h('div', { class: 'head-body' });
+  el.replaceChildren(
+    h('div', { class: 'title-row' },
+      h('h1', { id: 'run-title' }, h('span', { class: 'muted' }, '#' + id + ' '), name),
+      h('div', { class: 'actions' }, cancel)),
+    body);
+  return { id, name, cancel, body, key: '' };
+}
+
+// headFacts are the label and value of each fact of the run's head.
+function headFacts(run) {
+  return [
     ['Status', badge(run.status)],
     ['State', run.state],
     ['Steps', run.steps + '/' + run.max_steps],
@@ -21,28 +80,7 @@ export function renderHead(el, run, app) {
     ['Dataset', run.dataset],
     ['Created', fmtDateTime(run.created_at)],
     ['Elapsed', run.elapsed || ''],
-  ];
-  const lineage = [];
-  if (run.parent_id) {
-    lineage.push('Sub-agent of ', h('a', { href: '#/runs/' + run.parent_id }, '#' + run.parent_id));
-    if (run.root_id !== run.parent_id) lineage.push(' in the tree of ', h('a', { href: '#/runs/' + run.root_id }, '#' + run.root_id));
-  }
-  const actions = h('div', { class: 'actions' });
-  if (!ended(run)) {
-    actions.append(h('button', { type: 'button', class: 'danger', id: 'cancel', onclick: async (ev) => {
-      if (!window.confirm('Cancel run #' + run.id + ' and its sub-agents?')) return;
-      ev.target.disabled = true;
-      try { await api('/v1/gb/research/' + run.id + '/cancel', { method: 'POST' }); } catch (e) { app.failed(e); ev.target.disabled = false; }
-    } }, 'Cancel'));
-  }
-  fill(el,
-    h('div', { class: 'title-row' },
-      h('h1', { id: 'run-title' }, h('span', { class: 'muted' }, '#' + run.id + ' '), run.name || 'research'), actions),
-    lineage.length ? h('p', { class: 'lineage' }, lineage) : null,
-    run.reason ? h('p', { class: 'reason' }, h('strong', {}, 'Reason: '), run.reason) : null,
-    h('p', { class: 'topic-full', id: 'run-topic' }, run.topic),
-    h('dl', { class: 'facts' }, facts.filter(Boolean).map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-fact': k.toLowerCase() }, v)])),
-    run.error ? h('p', { class: 'note error', id: 'run-error' }, run.error) : null);
+  ].filter(Boolean);
 }
 
 // treeFact sums up the totals of a run's subtree: agents, tokens with
@@ -106,10 +144,12 @@ export function renderReport(el, run) {
   }
 }
 
-// eventRow is one line of the timeline: seq, time, agent, kind, detail.
+// eventRow is one line of the timeline: the event's number in its tree
+// (as gb research events prints it; its seq, the API's cursor, is the
+// cell's title), time, agent, kind, detail.
 export function eventRow(ev, names) {
-  return h('tr', { 'data-seq': ev.seq, 'data-kind': ev.kind },
-    h('td', { class: 'num muted' }, String(ev.seq)),
+  return h('tr', { 'data-seq': ev.seq, 'data-n': ev.n, 'data-kind': ev.kind },
+    h('td', { class: 'num muted', title: 'seq ' + ev.seq }, String(ev.n ?? '')),
     h('td', { title: fmtDateTime(ev.at) }, fmtTime(ev.at)),
     h('td', { class: 'agent' }, h('a', { href: '#/runs/' + ev.run_id }, names.get(ev.run_id) || '#' + ev.run_id)),
     h('td', {}, h('span', { class: 'kind k-' + classWord(ev.kind) }, ev.kind)),
@@ -151,20 +191,37 @@ export function renderMessages(el, msgs) {
     h('div', { class: 'msg-text' }, m.text)))));
 }
 
-// renderSources shows what the agents fetched and what their results cited.
+// renderSources shows what the agents fetched, read and were shown: a
+// page's HTTP status (with its error, or "cached" when an earlier fetch of
+// the tree served it) and size; a document read from the knowledge base
+// and its size in characters; a search result has neither.
 export function renderSources(el, sources, names) {
   if (!sources.length) {
     el.replaceChildren(h('p', { class: 'muted' }, 'No sources yet.'));
     return;
   }
   el.replaceChildren(h('table', { class: 'grid compact', id: 'sources-table' },
-    h('thead', {}, h('tr', {}, ['Agent', 'Step', 'Kind', 'Source', 'Status', 'Bytes', 'At'].map((c) => h('th', {}, c)))),
-    h('tbody', {}, sources.map((s) => h('tr', {},
+    h('thead', {}, h('tr', {}, ['Agent', 'Step', 'Kind', 'Source', 'Status', 'Size', 'At'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, sources.map((s) => h('tr', { 'data-kind': s.kind },
       h('td', {}, names.get(s.run_id) || '#' + s.run_id),
       h('td', { class: 'num' }, String(s.step ?? '')),
       h('td', {}, s.kind),
       h('td', { class: 'source' }, extLink(s.url, s.title || s.url), s.title && s.url ? h('div', { class: 'muted url' }, truncate(s.url, 100)) : null),
-      h('td', {}, String(s.status ?? '')),
-      h('td', { class: 'num' }, s.bytes == null ? '' : fmtInt(s.bytes)),
+      h('td', { class: 'status', title: s.error || s.content_type || null }, sourceStatus(s)),
+      h('td', { class: 'num size' }, sourceSize(s)),
       h('td', { title: fmtDateTime(s.at) }, fmtTime(s.at)))))));
+}
+
+function sourceStatus(s) {
+  if (s.kind !== 'fetch') return '';
+  const parts = [s.status ? String(s.status) : 'no answer'];
+  if (s.cached) parts.push('cached');
+  if (s.error) parts.push(truncate(s.error, 60));
+  return parts.join(' · ');
+}
+
+function sourceSize(s) {
+  if (s.kind === 'fetch') return s.status ? fmtBytes(s.bytes) : '';
+  if (!Number(s.bytes)) return '';
+  return s.kind === 'kb' ? fmtInt(s.bytes) + ' chars' : fmtBytes(s.bytes);
 }

@@ -5,6 +5,7 @@
 // run of the tree has ended and no event is left to read.
 import { api, sleep, APIError } from './api.js';
 import { h } from './dom.js';
+import { ended } from './format.js';
 import { renderHead, renderTree, renderReport, eventRow, renderMessages, renderSources } from './panels.js';
 import { renderAsk } from './ask.js';
 import { renderPlan } from './plan.js';
@@ -72,7 +73,7 @@ export function runView(root, id, app) {
       el.sourcesPanel.className = 'panel';
       renderSources(el.sources, (srcs && srcs.sources) || [], state.names);
     }
-    state.finished = tree.runs.every((r) => r.status === 'succeeded' || r.status === 'failed');
+    state.finished = tree.runs.every(ended);
     // A long poll waiting on a tree that has just ended has nothing to wait for.
     if (state.finished && pending && pending.waits) pending.abort();
     document.title = '#' + id + ' ' + run.name + ' · ' + run.status + ' · gb';

@@ -1,8 +1,19 @@
-// The list of the caller's runs, newest first, refreshed while it is shown,
-// and the form that starts a research.
+// The list of the caller's runs, newest first, and the form that starts a
+// research. The list leaves reports out (the API does unless asked). Its
+// first page is read again when something on it changes: while runs on it
+// work, the page long-polls the events of their trees (at most maxWatched
+// trees at once) and reads the page again when one has news; otherwise,
+// and to see runs started elsewhere, it reads it again every idleMs.
 import { api, sleep, APIError } from './api.js';
 import { h } from './dom.js';
 import { badge, ended, fmtCost, fmtDateTime, truncate, ago, usageCells } from './format.js';
+
+const waitSeconds = 20;
+const maxWatched = 3;
+const idleMs = 30_000;
+// unwatchedMs is how often the page is read while more trees work than
+// are watched.
+const unwatchedMs = 5_000;
 
 // runsView renders into root and returns the function that stops it.
 export function runsView(root, app) {
@@ -11,18 +22,17 @@ export function runsView(root, app) {
   const body = h('tbody', { id: 'runs-body' });
   const more = h('button', { type: 'button', class: 'hidden', id: 'runs-more' }, 'Older runs');
   const status = h('p', { class: 'muted', id: 'runs-status' }, 'Loading…');
+  const panel = h('section', { class: 'panel', id: 'runs', 'data-watching': '' },
+    h('h2', {}, 'Your runs'),
+    h('table', { class: 'grid' },
+      h('thead', {}, h('tr', {},
+        ['Run', 'Name', 'Topic', 'Status', 'State', 'Steps', 'Tokens', 'Cached', 'Cost', 'Created'].map((c) => h('th', {}, c)))),
+      body),
+    status, more);
   let cursor = '';
   let pages = 1;
 
-  root.append(
-    startForm(app),
-    h('section', { class: 'panel', id: 'runs' },
-      h('h2', {}, 'Your runs'),
-      h('table', { class: 'grid' },
-        h('thead', {}, h('tr', {},
-          ['Run', 'Name', 'Topic', 'Status', 'State', 'Steps', 'Tokens', 'Cached', 'Cost', 'Created'].map((c) => h('th', {}, c)))),
-        body),
-      status, more));
+  root.append(startForm(app), panel);
 
   async function load(append) {
     const q = '/v1/gb/research?limit=50' + (append && cursor ? '&cursor=' + encodeURIComponent(cursor) : '');
@@ -40,21 +50,110 @@ export function runsView(root, app) {
 
   more.addEventListener('click', () => { pages++; load(true).catch((e) => app.failed(e)); });
 
-  // The first page is refreshed, fast while something works, until older
-  // pages are asked for; they are left as loaded.
+  // news is set when a watched tree had events since the page was last
+  // read; wake ends the pause between reads at once.
+  let news = false;
+  let wake = () => {};
+  const changed = () => { news = true; wake(); };
+  const watches = treeWatches(signal, app, changed, (ids) => panel.setAttribute('data-watching', ids.join(' ')));
+
+  // The first page is read again until older pages are asked for; they
+  // are left as loaded.
   (async () => {
     while (!signal.aborted && pages === 1) {
-      let runs = [];
+      news = false;
+      let runs = null;
       try {
         runs = await load(false);
       } catch (e) {
-        if (!app.failed(e)) return;
+        if (!app.failed(e)) break;
         status.textContent = 'Could not load the runs: ' + e.message;
       }
-      await sleep(runs.some((r) => !ended(r)) ? 1500 : 5000, signal);
+      const unwatched = runs ? watches.follow(runs) : 0;
+      if (!news) await pause(runs === null || unwatched > 0 ? unwatchedMs : idleMs);
+      // Events come in bursts: one read for a burst.
+      await sleep(250, signal);
     }
+    watches.stop();
   })();
+
+  // pause waits ms, or less when wake is called or the view stops.
+  function pause(ms) {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        wake = () => {};
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done);
+      wake = done;
+    });
+  }
   return () => ac.abort();
+}
+
+// treeWatches long-polls the events of the trees whose runs work, calling
+// changed when one of them has new events and shown with the ids of the
+// trees it watches. follow(runs) starts watching the trees of runs that
+// have not ended (up to maxWatched) and stops watching the others; it
+// returns how many working trees are left unwatched.
+function treeWatches(signal, app, changed, shown) {
+  const watched = new Map();
+  function follow(runs) {
+    const active = [...new Set(runs.filter((r) => !ended(r)).map((r) => r.root_id || r.id))];
+    for (const [id, w] of watched) {
+      if (!active.includes(id)) { w.abort(); watched.delete(id); }
+    }
+    for (const id of active) {
+      if (watched.size >= maxWatched) break;
+      if (!watched.has(id)) watch(id);
+    }
+    shown([...watched.keys()]);
+    return active.length - watched.size;
+  }
+  function stop() {
+    for (const w of watched.values()) w.abort();
+    watched.clear();
+    shown([]);
+  }
+  // watch reads tree id's events up to now without waiting (its cursor),
+  // asks for the page to be read again (it may have changed since), then
+  // long-polls from there.
+  async function watch(id) {
+    const w = new AbortController();
+    watched.set(id, w);
+    const sig = AbortSignal.any([signal, w.signal]);
+    let after = 0;
+    let caughtUp = false;
+    while (!sig.aborted) {
+      const t0 = performance.now();
+      let page;
+      try {
+        page = await api('/v1/gb/research/' + id + '/events?after=' + after + '&wait=' + (caughtUp ? waitSeconds : 0), { signal: sig });
+      } catch (e) {
+        if (e.name === 'AbortError' || !app.failed(e)) break;
+        if (e instanceof APIError && e.status === 404) { changed(); break; }
+        await sleep(2000, sig);
+        continue;
+      }
+      const evs = (page && page.events) || [];
+      if (evs.length) after = page.next_after || evs[evs.length - 1].seq;
+      if (!caughtUp) {
+        if (evs.length >= 500) continue;
+        caughtUp = true;
+        changed();
+      } else if (evs.length) {
+        changed();
+      } else if (performance.now() - t0 < 1000) {
+        // A server that ignored wait answered at once: pause before asking again.
+        await sleep(2000, sig);
+      }
+    }
+    if (watched.get(id) === w) watched.delete(id);
+  }
+  return { follow, stop };
 }
 
 function row(r) {
