@@ -32,6 +32,9 @@ type createRequest struct {
 	// ApprovePlan makes the root have its plan of sub-agents approved
 	// before it spawns any.
 	ApprovePlan bool `json:"approve_plan"`
+	// Citations is what the research does with its report's citations:
+	// off, flag or revise; "" is the service's default.
+	Citations string `json:"citations"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +78,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 func (req createRequest) params(uid int64) (jobs.StartParams, error) {
 	p := jobs.StartParams{UserID: uid, Topic: req.Topic, Dataset: req.Dataset,
 		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens, WebhookURL: req.WebhookURL, Interactive: req.Interactive,
-		ApprovePlan: req.ApprovePlan}
+		ApprovePlan: req.ApprovePlan, Citations: req.Citations}
 	if t := req.AnswerTimeoutSeconds; t != nil {
 		if *t == 0 {
 			return p, &jobs.FieldError{Field: "answer_timeout_seconds", Msg: fmt.Sprintf(

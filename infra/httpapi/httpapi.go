@@ -55,6 +55,7 @@ var Routes = []Route{
 	{"POST", "/v1/gb/research/{id}/messages"},
 	{"GET", "/v1/gb/research/{id}/sources"},
 	{"GET", "/v1/gb/research/{id}/steps"},
+	{"GET", "/v1/gb/research/{id}/citations"},
 	{"POST", "/v1/gb/research/{id}/answer"},
 	{"POST", "/v1/gb/research/{id}/plan"},
 }
@@ -110,6 +111,7 @@ func New(d Deps) http.Handler {
 		{"POST", "/v1/gb/research/{id}/messages"}: a.sendMessage,
 		{"GET", "/v1/gb/research/{id}/sources"}:   a.sources,
 		{"GET", "/v1/gb/research/{id}/steps"}:     a.steps,
+		{"GET", "/v1/gb/research/{id}/citations"}: a.citations,
 		{"POST", "/v1/gb/research/{id}/answer"}:   a.answer,
 		{"POST", "/v1/gb/research/{id}/plan"}:     a.decidePlan,
 		{"GET", "/v1/gb/keys"}:                    a.listKeys,
