@@ -1,13 +1,11 @@
 package aws
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync/atomic"
 
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
@@ -19,8 +17,6 @@ import (
 	"github.com/gbresearch/gb/infra/config"
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/infra/logs"
-	"github.com/gbresearch/gb/infra/offline"
-	"github.com/gbresearch/gb/infra/openai"
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
@@ -180,14 +176,10 @@ func (r *Runtime) RecordingModel() llm.Model {
 	return recordingModel(ModelName(r.Config))
 }
 
-// ModelName is the name of the model the settings select: the OpenAI
-// model when a key or its secret is set, the offline policy otherwise.
-func ModelName(cfg config.Config) string {
-	if cfg.OpenAIKey == "" && cfg.OpenAISecretARN == "" {
-		return offline.Name
-	}
-	return cmp.Or(strings.TrimSpace(cfg.Model), openai.ModelDefault)
-}
+// ModelName is the name of the model the settings select (see
+// config.Config.ModelName): Bedrock's, the OpenAI model's, or the offline
+// policy's.
+func ModelName(cfg config.Config) string { return cfg.ModelName() }
 
 // ErrNoModelHere is returned by a RecordingModel asked to complete.
 var ErrNoModelHere = errors.New("this function only starts researches; the worker calls the model")

@@ -2,11 +2,13 @@
 // a getenv function a test can hand in, and validates them with errors that
 // name the variable and what it allows.
 //
-// It may import jobs, jobs/llm, infra/fetch, infra/offline, infra/openai and
-// infra/search.
+// It may import jobs, jobs/llm, infra/bedrock, infra/fetch, infra/offline,
+// infra/openai and infra/search.
 package config
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gbresearch/gb/infra/bedrock"
 	"github.com/gbresearch/gb/infra/fetch"
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/infra/openai"
@@ -70,6 +73,21 @@ const (
 	// EnvPromptBudget caps the prompt a step sends, in tokens, below its
 	// model's window (jobs.PromptBudgetDefault when unset).
 	EnvPromptBudget = "GB_PROMPT_BUDGET"
+	// EnvModelProvider picks the models' provider: openai (the
+	// OpenAI-compatible endpoint, or the offline policy without a key) or
+	// bedrock (Amazon Bedrock's Converse API, with the role's credentials;
+	// GB_MODEL and GB_MODELS are then Bedrock model or inference-profile
+	// ids). Unset means openai.
+	EnvModelProvider = "GB_MODEL_PROVIDER"
+	// EnvBedrockRegion is the Region of Bedrock's endpoint; unset means
+	// the SDK's (AWS_REGION).
+	EnvBedrockRegion = "GB_BEDROCK_REGION"
+)
+
+// Model providers of GB_MODEL_PROVIDER.
+const (
+	ProviderOpenAI  = "openai"
+	ProviderBedrock = "bedrock"
 )
 
 // Defaults and bounds of GB_MAX_WORKERS and GB_DB_POOL.
@@ -135,6 +153,14 @@ type Config struct {
 	RateLimits map[string]jobs.RateLimit
 	// PromptBudget is GB_PROMPT_BUDGET; 0 means jobs.PromptBudgetDefault.
 	PromptBudget int
+	// ModelProvider is GB_MODEL_PROVIDER: ProviderOpenAI or
+	// ProviderBedrock.
+	ModelProvider string
+	// BedrockRegion and BedrockEndpoint are GB_BEDROCK_REGION and
+	// GB_BEDROCK_ENDPOINT (bedrock.EnvEndpoint, for tests and local
+	// development against a fake).
+	BedrockRegion   string
+	BedrockEndpoint string
 }
 
 // Error is an invalid setting.
@@ -156,8 +182,18 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		OpenAIBaseURL:     getenv(EnvOpenAIBaseURL),
 		Model:             getenv(EnvModel),
 		WorkerFunction:    getenv(EnvWorkerFunction),
+		BedrockRegion:     strings.TrimSpace(getenv(EnvBedrockRegion)),
+		BedrockEndpoint:   strings.TrimSpace(getenv(bedrock.EnvEndpoint)),
 	}
 	var errs []error
+	switch p := strings.TrimSpace(getenv(EnvModelProvider)); p {
+	case "", ProviderOpenAI:
+		c.ModelProvider = ProviderOpenAI
+	case ProviderBedrock:
+		c.ModelProvider = ProviderBedrock
+	default:
+		errs = append(errs, &Error{EnvModelProvider, fmt.Sprintf("%q must be openai or bedrock", p)})
+	}
 	boolVar := func(name string, dst *bool) {
 		if v := getenv(name); v != "" {
 			b, err := strconv.ParseBool(v)
@@ -217,8 +253,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			c.Models = append(c.Models, m)
 		}
 		switch {
-		case c.OpenAIKey == "" && c.OpenAISecretARN == "":
-			errs = append(errs, &Error{EnvModels, "needs OPENAI_API_KEY (the offline model is the only one without a key)"})
+		case c.ModelProvider != ProviderBedrock && c.OpenAIKey == "" && c.OpenAISecretARN == "":
+			errs = append(errs, &Error{EnvModels, "needs OPENAI_API_KEY or GB_MODEL_PROVIDER=bedrock (the offline model is the only one without either)"})
 		case c.Model != "" && len(c.Models) > 0 && c.Model != c.Models[0]:
 			errs = append(errs, &Error{EnvModels, fmt.Sprintf("its first model is the default: leave GB_MODEL unset or make it %q", c.Models[0])})
 		case len(c.Models) > 0:
@@ -383,12 +419,39 @@ func (c Config) NewWebhookSender(logger *slog.Logger) jobs.WebhookSender {
 	return fetch.NewWebhookClient(fetch.Config{Allow: c.FetchAllow, Ports: c.FetchPorts, Logger: logger})
 }
 
+// bedrockConfig is Bedrock's configuration for the named model.
+func (c Config) bedrockConfig(model string, logger *slog.Logger) bedrock.Config {
+	return bedrock.Config{Model: model, Region: c.BedrockRegion, Endpoint: c.BedrockEndpoint,
+		Profiles: c.ModelProfiles, Logger: logger}
+}
+
+// newModel is the named model of the configured provider.
+func (c Config) newModel(name string, logger *slog.Logger) (llm.Model, error) {
+	if c.ModelProvider == ProviderBedrock {
+		return bedrock.New(context.Background(), c.bedrockConfig(name, logger))
+	}
+	return openai.New(c.openAIConfig(name, logger))
+}
+
+// ModelName is the name of the model the settings select: the Bedrock
+// model with GB_MODEL_PROVIDER=bedrock, the OpenAI model when a key or its
+// secret is set, the offline policy otherwise.
+func (c Config) ModelName() string {
+	switch {
+	case c.ModelProvider == ProviderBedrock:
+		return cmp.Or(strings.TrimSpace(c.Model), bedrock.ModelDefault)
+	case c.OpenAIKey == "" && c.OpenAISecretARN == "":
+		return offline.Name
+	}
+	return cmp.Or(strings.TrimSpace(c.Model), openai.ModelDefault)
+}
+
 // NewModels returns the models a sub-agent may be given (GB_MODELS), on
-// the same endpoint as the default; empty without GB_MODELS.
+// the same provider and endpoint as the default; empty without GB_MODELS.
 func (c Config) NewModels(logger *slog.Logger) ([]llm.Model, error) {
 	var out []llm.Model
 	for _, name := range c.Models {
-		m, err := openai.New(c.openAIConfig(name, logger))
+		m, err := c.newModel(name, logger)
 		if err != nil {
 			return nil, fmt.Errorf("error configuring model %s of %s: %w", name, EnvModels, err)
 		}
@@ -397,9 +460,17 @@ func (c Config) NewModels(logger *slog.Logger) ([]llm.Model, error) {
 	return out, nil
 }
 
-// NewModel returns the model the settings ask for: the OpenAI-compatible
-// endpoint when a key is set, the offline policy otherwise.
+// NewModel returns the model the settings ask for: Bedrock with
+// GB_MODEL_PROVIDER=bedrock, else the OpenAI-compatible endpoint when a
+// key is set, else the offline policy.
 func (c Config) NewModel(logger *slog.Logger) (llm.Model, error) {
+	if c.ModelProvider == ProviderBedrock {
+		m, err := bedrock.New(context.Background(), c.bedrockConfig(c.Model, logger))
+		if err != nil {
+			return nil, fmt.Errorf("error configuring the Bedrock model: %w", err)
+		}
+		return m, nil
+	}
 	if c.OpenAIKey == "" {
 		return &offline.Model{Delay: c.OfflineDelay}, nil
 	}
