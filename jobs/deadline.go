@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -46,25 +45,6 @@ const (
 	stepSamples    = 20
 	minStepSamples = 5
 )
-
-// queueFirstSQL queues protected jobs ahead of every step job, whose time
-// is their tree's start (treeOrder): River takes the earliest first.
-const queueFirstSQL = `UPDATE river_job SET scheduled_at = 'epoch'
-	WHERE id = ANY($1) AND state = 'available' AND coalesce((metadata->>'` + InterruptionsKey + `')::int, 0) >= $2`
-
-// countInterruptionsSQL adds a deadline interruption to the count of each
-// job put back in the queue ($1), queues a job that becomes protected
-// ($2) ahead of the others, and returns how many jobs it counted.
-const countInterruptionsSQL = `WITH counted AS (
-		UPDATE river_job SET
-			metadata = jsonb_set(metadata, '{` + InterruptionsKey + `}',
-				to_jsonb(coalesce((metadata->>'` + InterruptionsKey + `')::int, 0) + 1)),
-			scheduled_at = CASE WHEN state = 'available'
-				AND coalesce((metadata->>'` + InterruptionsKey + `')::int, 0) + 1 >= $2
-				THEN 'epoch' ELSE scheduled_at END
-		WHERE id = ANY($1) AND state IN ('available', 'retryable', 'scheduled')
-		RETURNING 1)
-	SELECT count(*) FROM counted`
 
 // deadlines is what an agent knows of the drain it runs, if any, and of
 // the recent durations of its steps.
@@ -265,15 +245,4 @@ func interruptionsOf(metadata []byte) int {
 		return 0
 	}
 	return n
-}
-
-// queueFirst queues the protected jobs among ids ahead of the others.
-func (a *Agent) queueFirst(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	if _, err := a.pool.Exec(ctx, queueFirstSQL, ids, ProtectAfter); err != nil {
-		return fmt.Errorf("error queueing protected jobs first: %w", err)
-	}
-	return nil
 }

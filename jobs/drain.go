@@ -13,10 +13,10 @@ import (
 )
 
 // This file lets a process with no always-on server work step jobs: Drain
-// runs the River client for a bounded time (one worker Lambda invocation)
-// and Maintain does River's queue maintenance in one short transaction.
+// runs the River client for a bounded time (one worker Lambda invocation).
+// Maintain (maintain.go) does River's queue maintenance in between.
 
-// Defaults of DrainParams and MaintainParams.
+// Defaults of DrainParams.
 const (
 	// DrainPollDefault is how often Drain looks at the queue to see whether
 	// anything is left for it.
@@ -30,12 +30,6 @@ const (
 	BacklogAfterDefault = time.Second
 	// CancelGraceDefault bounds the wait for cancelled jobs to return.
 	CancelGraceDefault = 2 * time.Second
-	// CompletedRetentionDefault, CancelledRetentionDefault and
-	// DiscardedRetentionDefault are how long finished jobs are kept before
-	// Maintain deletes them (River's own defaults).
-	CompletedRetentionDefault = 24 * time.Hour
-	CancelledRetentionDefault = 24 * time.Hour
-	DiscardedRetentionDefault = 7 * 24 * time.Hour
 )
 
 // Why a Drain ended (DrainResult.Reason).
@@ -47,16 +41,6 @@ const (
 	DrainDeadline = "deadline"
 	// DrainCancelled: the caller's context ended first.
 	DrainCancelled = "cancelled"
-)
-
-// maintainLockKey is the advisory lock that lets one Maintain run at a time.
-const maintainLockKey = 7_411_000_003
-
-// maintainBatch bounds each maintenance query, and maintainRounds the
-// batches of one Maintain, so that it stays short.
-const (
-	maintainBatch  = 1000
-	maintainRounds = 10
 )
 
 // DrainParams bound one Drain.
@@ -226,7 +210,7 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 
 	qctx, cancel := context.WithTimeout(bg, 2*time.Second)
 	defer cancel()
-	if err := a.queueFirst(qctx, front); err != nil {
+	if err := queueFirst(qctx, a.pool, front); err != nil {
 		log.WarnContext(ctx, "could not queue protected jobs first", "err", err)
 	}
 	ready, _, err := a.queueCounts(qctx, "", p.Lookahead)
@@ -292,13 +276,6 @@ func (a *Agent) watch(ctx context.Context, p DrainParams, dl *deadlines, full <-
 			kick("every worker slot busy")
 		}
 	}
-}
-
-// heldJob is a job this process was running when it started cancelling.
-type heldJob struct {
-	ID      int64
-	Attempt int
-	Errors  int
 }
 
 // stopAtDeadline stops taking jobs, lets running ones finish until
@@ -386,45 +363,22 @@ func (a *Agent) heldJobs(ctx context.Context) ([]heldJob, error) {
 	return held, nil
 }
 
-// putBack makes the cancelled jobs available again as they were before
-// this process ran them: a job still marked running by this client, or one
-// River settled as failed (retryable, available with a new error, or
-// discarded) at the attempt it had, gets that attempt and that error taken
-// back. A job River already put back, or that another worker has taken
-// since, is left alone. It returns how many jobs it changed and how many of
-// the held jobs are now waiting in the queue; count adds an interruption to
-// the count of each of those (countInterruptionsSQL).
+// putBack puts the cancelled jobs back in the queue as they were before
+// this process ran them (putBackCancelled) and returns how many it changed
+// and how many of them now wait in the queue; count adds an interruption to
+// the count of each of those (countWaiting).
 func (a *Agent) putBack(ctx context.Context, held []heldJob, count bool) (restored, waiting int, err error) {
+	restored, err = putBackCancelled(ctx, a.pool, a.river.ID(), held)
+	if err != nil {
+		return 0, 0, err
+	}
 	ids := make([]int64, len(held))
-	attempts := make([]int32, len(held))
-	nerrs := make([]int32, len(held))
 	for i, h := range held {
-		ids[i], attempts[i], nerrs[i] = h.ID, int32(h.Attempt), int32(h.Errors)
+		ids[i] = h.ID
 	}
-	tag, err := a.pool.Exec(ctx, `WITH held AS (
-			SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[]) AS h(id, attempt, nerr))
-		UPDATE river_job j SET
-			state = 'available',
-			attempt = greatest(j.attempt - 1, 0),
-			errors = CASE WHEN coalesce(array_length(j.errors, 1), 0) > h.nerr THEN j.errors[1:h.nerr] ELSE j.errors END,
-			finalized_at = NULL,
-			scheduled_at = now()
-		FROM held h
-		WHERE j.id = h.id AND j.attempt = h.attempt AND (
-			(j.state = 'running' AND j.attempted_by[cardinality(j.attempted_by)] = $4)
-			OR (j.state IN ('retryable', 'available', 'discarded') AND coalesce(array_length(j.errors, 1), 0) > h.nerr))`,
-		ids, attempts, nerrs, a.river.ID())
+	waiting, err = countWaiting(ctx, a.pool, ids, count)
 	if err != nil {
-		return 0, 0, fmt.Errorf("error putting cancelled jobs back: %w", err)
+		return 0, 0, err
 	}
-	if count {
-		err = a.pool.QueryRow(ctx, countInterruptionsSQL, ids, ProtectAfter).Scan(&waiting)
-	} else {
-		err = a.pool.QueryRow(ctx, `SELECT count(*) FROM river_job
-			WHERE id = ANY($1) AND state IN ('available', 'retryable', 'scheduled')`, ids).Scan(&waiting)
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("error counting cancelled jobs: %w", err)
-	}
-	return int(tag.RowsAffected()), waiting, nil
+	return restored, waiting, nil
 }

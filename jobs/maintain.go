@@ -10,11 +10,29 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivertype"
 )
 
-// MaintainParams tune Maintain; zero fields take the defaults in drain.go.
+// Defaults of MaintainParams: how long finished jobs are kept before
+// Maintain deletes them (River's own defaults).
+const (
+	CompletedRetentionDefault = 24 * time.Hour
+	CancelledRetentionDefault = 24 * time.Hour
+	DiscardedRetentionDefault = 7 * 24 * time.Hour
+)
+
+// maintainLockKey is the advisory lock that lets one Maintain run at a time.
+const maintainLockKey = 7_411_000_003
+
+// maintainBatch bounds each maintenance query, and maintainRounds the
+// batches of one Maintain, so that it stays short.
+const (
+	maintainBatch  = 1000
+	maintainRounds = 10
+)
+
+// MaintainParams tune Maintain; zero fields take the …Default constants
+// above.
 type MaintainParams struct {
 	// CompletedRetention is how long completed jobs are kept.
 	CompletedRetention time.Duration
@@ -57,9 +75,10 @@ type MaintainResult struct {
 // rescues jobs left running longer than Config.RescueStuckJobsAfter (a
 // worker that lost its database), makes due scheduled and retryable jobs
 // available, repairs runs left with no way forward (reconcile.go), and
-// deletes finished jobs past their retention. It uses River's
-// own queries, in one transaction, under an advisory lock: when another
-// process holds it, Maintain does nothing and reports Skipped.
+// deletes finished jobs past their retention. It uses River's client and,
+// where River has no public API for a step, River's own queries
+// (river_internals.go), in one transaction, under an advisory lock: when
+// another process holds it, Maintain does nothing and reports Skipped.
 func (a *Agent) Maintain(ctx context.Context, p MaintainParams) (MaintainResult, error) {
 	p.CompletedRetention = cmp.Or(p.CompletedRetention, CompletedRetentionDefault)
 	p.CancelledRetention = cmp.Or(p.CancelledRetention, CancelledRetentionDefault)
@@ -74,20 +93,19 @@ func (a *Agent) Maintain(ctx context.Context, p MaintainParams) (MaintainResult,
 			res.Skipped = true
 			return nil
 		}
-		exec := a.river.Driver().UnwrapExecutor(tx)
-		if err := a.rescueDead(ctx, tx, exec, &res); err != nil {
+		if err := a.rescueDead(ctx, tx, &res); err != nil {
 			return err
 		}
-		if err := a.rescueStuck(ctx, tx, exec, &res); err != nil {
+		if err := a.rescueStuck(ctx, tx, &res); err != nil {
 			return err
 		}
-		if err := scheduleDue(ctx, exec, &res); err != nil {
+		if err := a.scheduleDue(ctx, tx, &res); err != nil {
 			return err
 		}
 		if err := a.reconcile(ctx, tx, &res); err != nil {
 			return err
 		}
-		return deleteFinished(ctx, exec, p, &res)
+		return a.deleteFinished(ctx, tx, p, &res)
 	})
 	if err != nil {
 		return res, fmt.Errorf("error maintaining the job queue: %w", err)
@@ -97,20 +115,22 @@ func (a *Agent) Maintain(ctx context.Context, p MaintainParams) (MaintainResult,
 }
 
 // rescueStuck settles the jobs running for longer than a step may.
-func (a *Agent) rescueStuck(ctx context.Context, tx pgx.Tx, exec riverdriver.ExecutorTx, res *MaintainResult) error {
+func (a *Agent) rescueStuck(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	horizon := time.Now().Add(-a.config.RescueStuckJobsAfter)
 	why := fmt.Sprintf("rescued: still running after %s, so its worker is presumed gone", a.config.RescueStuckJobsAfter)
-	var afterID int64
+	params := river.NewJobListParams().States(rivertype.JobStateRunning).
+		Where("attempted_at < @stuck_horizon", river.NamedArgs{"stuck_horizon": horizon}).First(maintainBatch)
 	for range maintainRounds {
-		stuck, err := exec.JobGetStuck(ctx, &riverdriver.JobGetStuckParams{AfterID: afterID, Max: maintainBatch, StuckHorizon: horizon})
+		list, err := a.river.JobListTx(ctx, tx, params)
 		if err != nil {
 			return fmt.Errorf("error listing stuck jobs: %w", err)
 		}
+		stuck := list.Jobs
 		if len(stuck) == 0 {
 			return nil
 		}
-		afterID = stuck[len(stuck)-1].ID
-		if err := a.rescue(ctx, tx, exec, stuck, why, horizon, false, res); err != nil {
+		params = params.After(list.LastCursor)
+		if err := a.rescue(ctx, tx, stuck, why, horizon, false, res); err != nil {
 			return err
 		}
 		if len(stuck) < maintainBatch {
@@ -122,7 +142,7 @@ func (a *Agent) rescueStuck(ctx context.Context, tx pgx.Tx, exec riverdriver.Exe
 
 // rescueDead settles at once the running step jobs of workers that hold no
 // liveness lock (liveness.go): their process is gone.
-func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, exec riverdriver.ExecutorTx, res *MaintainResult) error {
+func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	rows, err := tx.Query(ctx, `SELECT DISTINCT attempted_by[cardinality(attempted_by)] FROM river_job
 		WHERE state = 'running' AND kind = $1 AND attempted_at < now() - $2 * interval '1 millisecond'`,
 		StepKind, livenessGrace.Milliseconds())
@@ -147,13 +167,13 @@ func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, exec riverdriver.Exec
 	if err != nil || len(ids) == 0 {
 		return err
 	}
-	jobs, err := exec.JobGetByIDMany(ctx, &riverdriver.JobGetByIDManyParams{ID: ids})
+	list, err := a.river.JobListTx(ctx, tx, river.NewJobListParams().IDs(ids...).First(len(ids)))
 	if err != nil {
 		return fmt.Errorf("error loading the jobs of dead workers: %w", err)
 	}
 	res.DeadWorkers += len(dead)
-	a.logger.WarnContext(ctx, "rescuing the jobs of dead workers", "workers", dead, "jobs", len(jobs))
-	return a.rescue(ctx, tx, exec, jobs, "rescued: its worker is gone (it holds no liveness lock)", time.Now(), true, res)
+	a.logger.WarnContext(ctx, "rescuing the jobs of dead workers", "workers", dead, "jobs", len(list.Jobs))
+	return a.rescue(ctx, tx, list.Jobs, "rescued: its worker is gone (it holds no liveness lock)", time.Now(), true, res)
 }
 
 // rescue settles jobs whose worker is gone: cancelled when cancellation
@@ -162,11 +182,11 @@ func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, exec riverdriver.Exec
 // back to the queue, at once when now is set, otherwise with River's
 // retry policy. Only jobs still running that started before horizon
 // change.
-func (a *Agent) rescue(ctx context.Context, tx pgx.Tx, exec riverdriver.ExecutorTx, jobs []*rivertype.JobRow,
+func (a *Agent) rescue(ctx context.Context, tx pgx.Tx, jobs []*rivertype.JobRow,
 	why string, horizon time.Time, now bool, res *MaintainResult) error {
 	policy := &river.DefaultClientRetryPolicy{}
 	at := time.Now().UTC()
-	params := &riverdriver.JobRescueManyParams{StuckHorizon: horizon}
+	settled := make([]rescuedJob, 0, len(jobs))
 	var lost []*rivertype.JobRow
 	for _, job := range jobs {
 		errData, err := json.Marshal(rivertype.AttemptError{At: at, Attempt: max(job.Attempt, 0), Error: why})
@@ -192,14 +212,10 @@ func (a *Agent) rescue(ctx context.Context, tx pgx.Tx, exec riverdriver.Executor
 		default:
 			res.Rescued++
 		}
-		params.ID = append(params.ID, job.ID)
-		params.Error = append(params.Error, errData)
-		params.FinalizedAt = append(params.FinalizedAt, finalized)
-		params.ScheduledAt = append(params.ScheduledAt, next)
-		params.State = append(params.State, string(state))
+		settled = append(settled, rescuedJob{ID: job.ID, Error: errData, FinalizedAt: finalized, ScheduledAt: next, State: state})
 	}
-	if _, err := exec.JobRescueMany(ctx, params); err != nil {
-		return fmt.Errorf("error rescuing stuck jobs: %w", err)
+	if err := rescueRunning(ctx, a.river, tx, settled, horizon); err != nil {
+		return err
 	}
 	for _, job := range lost {
 		var args StepArgs
@@ -217,15 +233,14 @@ func (a *Agent) rescue(ctx context.Context, tx pgx.Tx, exec riverdriver.Executor
 
 // scheduleDue makes scheduled and retryable jobs whose time has come
 // available.
-func scheduleDue(ctx context.Context, exec riverdriver.ExecutorTx, res *MaintainResult) error {
+func (a *Agent) scheduleDue(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	for range maintainRounds {
-		now := time.Now().UTC()
-		done, err := exec.JobSchedule(ctx, &riverdriver.JobScheduleParams{Max: maintainBatch, Now: &now})
+		n, err := scheduleDueJobs(ctx, a.river, tx, maintainBatch)
 		if err != nil {
-			return fmt.Errorf("error scheduling due jobs: %w", err)
+			return err
 		}
-		res.Scheduled += len(done)
-		if len(done) < maintainBatch {
+		res.Scheduled += n
+		if n < maintainBatch {
 			return nil
 		}
 	}
@@ -233,21 +248,25 @@ func scheduleDue(ctx context.Context, exec riverdriver.ExecutorTx, res *Maintain
 }
 
 // deleteFinished deletes completed, cancelled and discarded jobs past
-// their retention.
-func deleteFinished(ctx context.Context, exec riverdriver.ExecutorTx, p MaintainParams, res *MaintainResult) error {
+// their retention, with River's JobDeleteManyTx.
+func (a *Agent) deleteFinished(ctx context.Context, tx pgx.Tx, p MaintainParams, res *MaintainResult) error {
 	for range maintainRounds {
 		now := time.Now().UTC()
-		n, err := exec.JobDeleteBefore(ctx, &riverdriver.JobDeleteBeforeParams{
-			CompletedDoDelete: true, CompletedFinalizedAtHorizon: now.Add(-p.CompletedRetention),
-			CancelledDoDelete: true, CancelledFinalizedAtHorizon: now.Add(-p.CancelledRetention),
-			DiscardedDoDelete: true, DiscardedFinalizedAtHorizon: now.Add(-p.DiscardedRetention),
-			Max: maintainBatch,
-		})
+		params := river.NewJobDeleteManyParams().First(maintainBatch).
+			States(rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded).
+			Where(`(state = 'completed' AND finalized_at < @completed_horizon)
+				OR (state = 'cancelled' AND finalized_at < @cancelled_horizon)
+				OR (state = 'discarded' AND finalized_at < @discarded_horizon)`, river.NamedArgs{
+				"completed_horizon": now.Add(-p.CompletedRetention),
+				"cancelled_horizon": now.Add(-p.CancelledRetention),
+				"discarded_horizon": now.Add(-p.DiscardedRetention),
+			})
+		deleted, err := a.river.JobDeleteManyTx(ctx, tx, params)
 		if err != nil {
 			return fmt.Errorf("error deleting finished jobs: %w", err)
 		}
-		res.Deleted += n
-		if n < maintainBatch {
+		res.Deleted += len(deleted.Jobs)
+		if len(deleted.Jobs) < maintainBatch {
 			return nil
 		}
 	}
