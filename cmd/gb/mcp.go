@@ -203,6 +203,7 @@ func newMCPServer(c *apiClient) *mcp.Server {
 			}
 			return mcpOut{"id": run.ID, "status": run.Status, "error": run.Error}, nil
 		}))
+	addStepsTool(s, c)
 	return s
 }
 
