@@ -82,6 +82,11 @@ const (
 	// EnvBedrockRegion is the Region of Bedrock's endpoint; unset means
 	// the SDK's (AWS_REGION).
 	EnvBedrockRegion = "GB_BEDROCK_REGION"
+	// EnvCitations is what a research that asks for nothing does with its
+	// report's citations: off, flag or revise (jobs.CitationsModes);
+	// unset means revise for a language model and flag for the offline
+	// policy.
+	EnvCitations = "GB_CITATIONS"
 )
 
 // Model providers of GB_MODEL_PROVIDER.
@@ -153,6 +158,8 @@ type Config struct {
 	RateLimits map[string]jobs.RateLimit
 	// PromptBudget is GB_PROMPT_BUDGET; 0 means jobs.PromptBudgetDefault.
 	PromptBudget int
+	// Citations is GB_CITATIONS; "" means the agent's default.
+	Citations string
 	// ModelProvider is GB_MODEL_PROVIDER: ProviderOpenAI or
 	// ProviderBedrock.
 	ModelProvider string
@@ -352,6 +359,10 @@ func (c *Config) readModelTuning(getenv func(string) string) []error {
 		}
 		c.PromptBudget = n
 	}
+	if c.Citations = getenv(EnvCitations); c.Citations != "" && !slices.Contains(jobs.CitationsModes, c.Citations) {
+		errs = append(errs, &Error{EnvCitations, fmt.Sprintf("%q must be off, flag or revise (or unset: revise for a "+
+			"language model, flag for the offline policy)", c.Citations)})
+	}
 	return errs
 }
 
@@ -398,7 +409,8 @@ func (c Config) openAIConfig(model string, logger *slog.Logger) openai.Config {
 // insert and ignore it).
 func (c Config) Agent() jobs.Config {
 	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens,
-		MaxSubagents: c.MaxSubagents, MaxWorkers: c.MaxWorkers, RateLimits: c.RateLimits, PromptBudget: c.PromptBudget}
+		MaxSubagents: c.MaxSubagents, MaxWorkers: c.MaxWorkers, RateLimits: c.RateLimits, PromptBudget: c.PromptBudget,
+		Citations: c.Citations}
 }
 
 // NewWeb returns the web search provider and page fetcher the settings ask
