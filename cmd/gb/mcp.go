@@ -57,6 +57,8 @@ type (
 		// ApprovePlan makes the research propose its sub-agents for
 		// decide_plan before it spawns any.
 		ApprovePlan bool `json:"approve_plan,omitempty" jsonschema:"true makes the research propose the sub-agents it means to spawn and wait for your decision (decide_plan) before it spawns any"`
+		// Citations is what to do with the report's citations (get_citations shows the check).
+		Citations string `json:"citations,omitempty" jsonschema:"what to do with the report's citations: off, flag (mark claims without support) or revise (one more step to fix them); default: the service's"`
 	}
 	mcpPlanInput struct {
 		ID        int64              `json:"id" jsonschema:"the run id of the research that proposed a plan"`
@@ -103,7 +105,8 @@ func newMCPServer(c *apiClient) *mcp.Server {
 		func(ctx context.Context, in mcpStartInput) (mcpOut, error) {
 			body := map[string]any{"topic": in.Topic}
 			for k, v := range map[string]any{"max_steps": in.MaxSteps, "dataset": in.Dataset,
-				"max_cost_usd": in.MaxCostUSD, "max_tokens": in.MaxTokens, "answer_timeout_seconds": in.AnswerTimeoutSeconds} {
+				"max_cost_usd": in.MaxCostUSD, "max_tokens": in.MaxTokens, "answer_timeout_seconds": in.AnswerTimeoutSeconds,
+				"citations": in.Citations} {
 				if v != 0 && v != "" && v != 0.0 && v != int64(0) {
 					body[k] = v
 				}
@@ -204,6 +207,7 @@ func newMCPServer(c *apiClient) *mcp.Server {
 			return mcpOut{"id": run.ID, "status": run.Status, "error": run.Error}, nil
 		}))
 	addStepsTool(s, c)
+	addCitationsTool(s, c)
 	return s
 }
 

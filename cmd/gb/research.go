@@ -21,7 +21,7 @@ func researchCmd() *cobra.Command {
   gb research list --status active
   gb research tree 1 --follow`,
 		researchStartCmd(), researchListCmd(), researchGetCmd(), researchTreeCmd(), researchEventsCmd(),
-		researchMessagesCmd(), researchSourcesCmd(), researchStepsCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
+		researchMessagesCmd(), researchSourcesCmd(), researchStepsCmd(), researchCitationsCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
 		researchCancelCmd(), researchDeleteCmd())
 }
 
@@ -63,6 +63,7 @@ func researchStartCmd() *cobra.Command {
 		ask       bool
 		plan      bool
 		askWait   time.Duration
+		citations string
 	)
 	cmd := &cobra.Command{
 		Use:   "start TOPIC",
@@ -74,7 +75,7 @@ func researchStartCmd() *cobra.Command {
 		Args: args(1, 1, "one TOPIC (quote it)"),
 		PreRunE: func(cmd *cobra.Command, a []string) error {
 			p := jobs.StartParams{Topic: a[0], MaxSteps: maxSteps, Dataset: dataset, MaxCostUSD: maxCost,
-				MaxTokens: maxTokens, WebhookURL: webhook, Interactive: ask, ApprovePlan: plan}
+				MaxTokens: maxTokens, WebhookURL: webhook, Interactive: ask, ApprovePlan: plan, Citations: citations}
 			if cmd.Flags().Changed("answer-timeout") {
 				s, err := answerTimeoutFlag(askWait)
 				if err != nil {
@@ -107,6 +108,9 @@ func researchStartCmd() *cobra.Command {
 			if plan {
 				body["approve_plan"] = true
 			}
+			if citations != "" {
+				body["citations"] = citations
+			}
 			if cmd.Flags().Changed("answer-timeout") {
 				s, err := answerTimeoutFlag(askWait)
 				if err != nil {
@@ -136,6 +140,7 @@ func researchStartCmd() *cobra.Command {
 	f.StringVar(&webhook, "webhook-url", "", "URL to notify when the research ends (default: yours, see gb webhooks)")
 	f.BoolVar(&ask, "interactive", false, "let the research ask you a question when the answer changes it (gb research answer)")
 	f.BoolVar(&plan, "approve-plan", false, "make the research propose its sub-agents and wait for your decision before it spawns any (gb research plan)")
+	f.StringVar(&citations, "citations", "", "what to do with the report's citations: off, flag or revise (default: the service's)")
 	f.DurationVar(&askWait, "answer-timeout", 0, "with --interactive or --approve-plan: how long each question or plan waits for you, 5s to 168h (default 24h)")
 	return cmd
 }
@@ -304,6 +309,9 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 	t.row("tree", fmt.Sprintf("%s (%d working) · %s%s · $%.4f%s", count(d.Tree.Runs, "agent"), d.Tree.Working, count(d.Tree.Tokens, "token"),
 		tokenParts(d.Tree.CachedTokens, d.Tree.ReasoningTokens), d.Tree.CostUSD, estimatedNote(d.Tree.EstimatedCalls)))
 	t.row("elapsed", d.Elapsed)
+	if d.Citations != nil {
+		t.row("citations", countsLine(*d.Citations)) // gb research citations ID says which
+	}
 	if d.Interactive {
 		t.row("interactive", fmt.Sprintf("may ask you; each question waits %s", time.Duration(d.AnswerTimeoutSeconds)*time.Second))
 	}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/cite"
+)
+
+func researchCitationsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "citations ID",
+		Short: "The citation check of a run's report: each claim, its source, verdict and passage",
+		Long: `The verdicts of the last check of a run's report against what the agents of its
+tree read: each claim with the source it cites, its verdict (supported, weak,
+unsupported, unread; uncited for a factual claim with no citation), its score and
+the passage that best supports it. After a revision, the counts before it too.`,
+		Example: `  gb research citations 1
+  gb research citations 1 -o json`,
+		Args: args(1, 1, "one run ID"),
+	}
+	o := addOutput(cmd)
+	cmd.RunE = withRun(o, func(ctx context.Context, c *apiClient, cmd *cobra.Command, id int64, asJSON bool) error {
+		var rc jobs.RunCitations
+		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/citations", id), nil, &rc); err != nil {
+			return err
+		}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), rc)
+		}
+		return printCitations(cmd.OutOrStdout(), &rc)
+	})
+	return cmd
+}
+
+// printCitations prints the counts, then one row per claim and source.
+func printCitations(w io.Writer, rc *jobs.RunCitations) error {
+	if rc.Counts == nil {
+		if rc.Mode == jobs.CitationsOff {
+			_, err := fmt.Fprintln(w, "no citation check: this research's citations mode is off")
+			return err
+		}
+		_, err := fmt.Fprintln(w, "no citation check yet: the run has not written its report")
+		return err
+	}
+	line := "citations: " + countsLine(*rc.Counts)
+	if rc.CountsBefore != nil {
+		line += " (before the revision: " + countsLine(*rc.CountsBefore) + ")"
+	}
+	if _, err := fmt.Fprintln(w, line); err != nil {
+		return err
+	}
+	t := newTable(w, "CLAIM", "SOURCE", "VERDICT", "SCORE", "TEXT", "PASSAGE / REASON")
+	for _, c := range rc.Citations {
+		src := "-"
+		if c.Marker > 0 {
+			src = fmt.Sprintf("[%d] %s", c.Marker, c.Ref)
+		}
+		detail := c.Passage
+		if c.Verdict != cite.Supported && c.Reason != "" {
+			detail = c.Reason
+			if c.Passage != "" {
+				detail += ": " + c.Passage
+			}
+		}
+		t.row(strconv.Itoa(c.Claim+1), fit(src, 40), string(c.Verdict), strconv.FormatFloat(c.Score, 'f', 2, 64),
+			fit(oneLine(c.Text), 60), fit(oneLine(detail), 80))
+	}
+	return t.flush()
+}
+
+// countsLine says a check's counts in words.
+func countsLine(c cite.Counts) string {
+	return fmt.Sprintf("%d claims: %d supported, %d weak, %d unsupported, %d unread, %d uncited",
+		c.Claims, c.Supported, c.Weak, c.Unsupported, c.Unread, c.Uncited)
+}
+
+// addCitationsTool adds the MCP tool get_citations.
+func addCitationsTool(s *mcp.Server, c *apiClient) {
+	const title = "Get the citation check of a research's report"
+	tool := &mcp.Tool{Name: "get_citations", Title: title,
+		Description: "The citation check of the run's report against what its agents read: the counts (claims, supported, " +
+			"weak, unsupported, unread, uncited; counts_before after a revision) and each claim with the source it cites, " +
+			"its verdict, score, reason and the passage of the source that best supports it.",
+		Annotations: &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true}}
+	mcp.AddTool(s, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in mcpIDInput) (*mcp.CallToolResult, map[string]any, error) {
+		if err := checkID(in.ID); err != nil {
+			return nil, nil, fmt.Errorf("get_citations: %w", err)
+		}
+		var out map[string]any
+		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/citations", in.ID), nil, &out); err != nil {
+			return nil, nil, fmt.Errorf("get_citations: %w", err)
+		}
+		return nil, out, nil
+	})
+}
