@@ -31,6 +31,6 @@ Exit codes: 0 success, 1 error, 2 usage error, 4 not authenticated,
 		return usageErrorf("%w; see %s --help", err, cmd.CommandPath())
 	})
 	root.AddCommand(demoCmd(), devCmd(), workerCmd(), researchCmd(), webhooksCmd(), keysCmd(), usersCmd(), kbCmd(), migrateCmd(),
-		mcpCmd(), benchCmd(), versionCmd())
+		mcpCmd(), benchCmd(), evalCmd(), versionCmd())
 	return root
 }

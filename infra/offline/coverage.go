@@ -53,7 +53,7 @@ func coverage(f *focus, pool []source, chosen []sentence) (share float64, missin
 			got += w
 		}
 	}
-	if total == 0 {
+	if total == 0 || saysNames(f, said) {
 		return 1, nil
 	}
 	for _, w := range rawWords(f.question) {
@@ -62,6 +62,22 @@ func coverage(f *focus, pool []source, chosen []sentence) (share float64, missin
 		}
 	}
 	return got / total, missing
+}
+
+// saysNames says whether the question names things (packages, qualified
+// identifiers, identifiers) and the chosen sentences say every one of
+// them: then the documents are about what it asks, whatever its other
+// words.
+func saysNames(f *focus, said map[string]bool) bool {
+	if len(f.names) == 0 {
+		return false
+	}
+	for n := range f.names {
+		if !said[n] && !said[stem(n)] {
+			return false
+		}
+	}
+	return true
 }
 
 // notCovered is the finding of a report whose best evidence is weak.

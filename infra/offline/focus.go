@@ -80,9 +80,9 @@ func questionText(task string) string {
 	return strings.Join(qs, " ")
 }
 
-// query is the search of the first question: the names it gives first
-// (a package path with its last element), then its other meaningful words,
-// at most n in all, any of them matching.
+// query is the search of the first question: the names it gives (a
+// package path with its last element) when it gives any, else its
+// meaningful words; at most n in all, any of them matching.
 func (f *focus) query(n int) string {
 	seen := map[string]bool{}
 	var out []string
@@ -102,6 +102,11 @@ func (f *focus) query(n int) string {
 				add(w[i+1:]) // "gzip" of compress/gzip: the word its documentation uses
 			}
 		}
+	}
+	if len(out) > 0 {
+		// The things it names find their documentation; its other words
+		// ("guarantee", "passed") only find every other document.
+		return strings.Join(out, " or ")
 	}
 	for _, w := range rawWords(first) {
 		add(w)
