@@ -65,7 +65,7 @@ func rescueRunning(ctx context.Context, rc *river.Client[pgx.Tx], tx pgx.Tx, job
 	return nil
 }
 
-// scheduleDueJobs makes at most max scheduled and retryable jobs whose
+// scheduleDueJobs makes at most limit scheduled and retryable jobs whose
 // time has come available, in tx, with River's JobSchedule (which also
 // discards a unique job that would conflict with another), and returns how
 // many it moved.
@@ -74,9 +74,9 @@ func rescueRunning(ctx context.Context, rc *river.Client[pgx.Tx], tx pgx.Tx, job
 // leader of a started client, and Client.JobRetryTx would ignore a job's
 // scheduled_at, raise the max_attempts of an exhausted job and skip the
 // unique-key checks. Tested by TestRiverScheduleMakesOnlyDueJobsAvailable.
-func scheduleDueJobs(ctx context.Context, rc *river.Client[pgx.Tx], tx pgx.Tx, max int) (int, error) {
+func scheduleDueJobs(ctx context.Context, rc *river.Client[pgx.Tx], tx pgx.Tx, limit int) (int, error) {
 	now := time.Now().UTC()
-	done, err := rc.Driver().UnwrapExecutor(tx).JobSchedule(ctx, &riverdriver.JobScheduleParams{Max: max, Now: &now})
+	done, err := rc.Driver().UnwrapExecutor(tx).JobSchedule(ctx, &riverdriver.JobScheduleParams{Max: limit, Now: &now})
 	if err != nil {
 		return 0, fmt.Errorf("error scheduling due jobs: %w", err)
 	}
