@@ -158,6 +158,7 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 		}
 		env := &toolEnv{agent: a, tx: tx, run: run, step: step}
 		msgs := append(append([]llm.Message{}, c.prelude...), c.reply)
+		toolsStart := time.Now()
 		for i, call := range c.reply.ToolCalls {
 			result, err := a.toolResult(ctx, env, call, c.reads[i])
 			if err != nil {
@@ -168,6 +169,7 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 			}
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: result})
 		}
+		c.details.toolTime += time.Since(toolsStart) // and those that ran in the transaction
 		msgs = append(msgs, c.notes...)
 		a.injectFault(FaultAfterTools)
 		next := outcomeOf(env, c.reply)

@@ -76,9 +76,10 @@ const recordStepSQL = `WITH run AS (
 		RETURNING id, root_id, parent_id),
 	step AS (
 		INSERT INTO gb_agent_research_steps (run_id, step, messages, prompt_tokens, completion_tokens, cost_usd,
-			cached_tokens, reasoning_tokens, model, started_at, model_ms, tool_ms, compaction, retries, retry_outcomes)
+			cached_tokens, reasoning_tokens, model, started_at, model_ms, tool_ms, compaction, retries, retry_outcomes,
+			created_at)
 		SELECT id, $2, $4, $5, $6, $7, $10, $17, d.model, d.started_at, d.model_ms, d.tool_ms, d.compaction,
-			r.n, r.outcomes
+			r.n, r.outcomes, clock_timestamp()
 		FROM run, jsonb_to_record($21::jsonb) AS d(model text, started_at timestamptz, model_ms int, tool_ms int,
 			compaction jsonb), (` + stepRetriesSQL + `) AS r),
 	states AS (

@@ -254,6 +254,7 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	if c.reads, err = a.runReads(ctx, run, step, c.reply.ToolCalls); err != nil {
 		return false, a.settleThen(ctx, c, func() error { return err })
 	}
+	c.details.toolTime = time.Since(c.details.toolsFrom) // the tools that ran before the commit
 	c.usage = ans.resp.Usage.Add(readUsage(c.reads))
 	if more, err = a.commitStep(ctx, c); err != nil {
 		a.settleUncommitted(ctx, c)

@@ -37,20 +37,20 @@ func compactionOf(req llm.Request, res compact.Result, level int) *Compaction {
 // answered model call took, when its tools started, and its request's
 // compaction. The step's retries come from the ledger, in recordStepSQL.
 type stepDetails struct {
-	model      string
-	started    time.Time
-	modelTime  time.Duration
-	toolsFrom  time.Time // when the model's answer came back; tool time runs from here to the record
+	model     string
+	started   time.Time
+	modelTime time.Duration
+	// toolsFrom is when the model's answer came back; toolTime is the
+	// time the step's tools took: those that ran before its commit (and
+	// the waits for messages), then those that ran in its transaction.
+	toolsFrom  time.Time
+	toolTime   time.Duration
 	compaction *Compaction
 }
 
-// encode is the details as recordStepSQL reads them ($21), with the tool
-// time measured up to now.
+// encode is the details as recordStepSQL reads them ($21).
 func (d stepDetails) encode() (string, error) {
-	var tools time.Duration
-	if !d.toolsFrom.IsZero() {
-		tools = time.Since(d.toolsFrom)
-	}
+	tools := d.toolTime
 	v := struct {
 		Model      string      `json:"model"`
 		StartedAt  *time.Time  `json:"started_at"`
