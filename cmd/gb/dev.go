@@ -18,6 +18,7 @@ import (
 	"github.com/gbresearch/gb/infra/db"
 	"github.com/gbresearch/gb/infra/httpapi"
 	"github.com/gbresearch/gb/infra/logs"
+	"github.com/gbresearch/gb/infra/telemetry"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/messenger"
 )
@@ -29,6 +30,7 @@ type stack struct {
 	agent    *jobs.Agent
 	api      http.Handler
 	logger   *slog.Logger
+	tel      *telemetry.Telemetry // OpenTelemetry from the OTEL_* variables; off when unset
 }
 
 // startStack migrates the database and starts a working agent.
@@ -95,20 +97,27 @@ func startStack(ctx context.Context, logger *slog.Logger, messages string) (*sta
 		pool.Close()
 		return nil, err
 	}
-	// cfg.Agent() runs GB_MAX_WORKERS step jobs at once.
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(),
-		Fault: fault, Search: searcher, Fetch: fetcher, Webhooks: cfg.NewWebhookSender(logger), Types: cfg.Types,
-		Models: models, Work: true})
-	if err == nil {
-		err = agent.Start(ctx)
-	}
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Service: "gb"})
 	if err != nil {
 		_ = listener.Stop(ctx)
 		pool.Close()
 		return nil, err
 	}
-	return &stack{pool: pool, listener: listener, agent: agent, logger: logger,
-		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger, Notifier: listener})}, nil
+	// cfg.Agent() runs GB_MAX_WORKERS step jobs at once.
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Logger: logger, Config: cfg.Agent(),
+		Fault: fault, Search: searcher, Fetch: fetcher, Webhooks: cfg.NewWebhookSender(logger), Types: cfg.Types,
+		Models: models, Work: true, Tracer: tel.Tracer, Meter: tel.Meter})
+	if err == nil {
+		err = agent.Start(ctx)
+	}
+	if err != nil {
+		_ = listener.Stop(ctx)
+		_ = tel.Shutdown(ctx)
+		pool.Close()
+		return nil, err
+	}
+	return &stack{pool: pool, listener: listener, agent: agent, logger: logger, tel: tel,
+		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger, Notifier: listener, Tracer: tel.Tracer})}, nil
 }
 
 // openWorkingPool opens the pool of a process that works step jobs (gb
@@ -127,6 +136,9 @@ func (s *stack) stop() {
 	}
 	if err := s.listener.Stop(ctx); err != nil {
 		s.logger.Error("stopping message listener", "err", err)
+	}
+	if err := s.tel.Shutdown(ctx); err != nil {
+		s.logger.Error("flushing telemetry", "err", err)
 	}
 	s.pool.Close()
 }

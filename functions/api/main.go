@@ -16,6 +16,7 @@ import (
 	"github.com/gbresearch/gb/functions/api/apigw"
 	gbaws "github.com/gbresearch/gb/infra/aws"
 	"github.com/gbresearch/gb/infra/httpapi"
+	"github.com/gbresearch/gb/infra/telemetry"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/messenger"
 )
@@ -27,17 +28,28 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+	// Traces and metrics from the OTEL_* variables (off when unset),
+	// flushed after each invocation.
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Service: "gb-api"})
+	if err != nil {
+		fatal(err)
+	}
 	// The API sends the owner's messages but never waits for one: its
 	// messenger has no listener.
 	msgr := messenger.NewPostgres(rt.Pool, nil, messenger.PostgresConfig{})
 	// Its webhook sender only checks the webhook URLs of requests.
 	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: rt.RecordingModel(), Messenger: msgr, Logger: rt.Logger,
-		Config: rt.Config.Agent(), Webhooks: rt.Config.NewWebhookSender(rt.Logger)})
+		Config: rt.Config.Agent(), Webhooks: rt.Config.NewWebhookSender(rt.Logger), Tracer: tel.Tracer, Meter: tel.Meter})
 	if err != nil {
 		fatal(err)
 	}
-	handler := httpapi.New(httpapi.Deps{Agent: agent, Logger: rt.Logger, Kick: rt.Kick()})
-	lambda.StartHandlerFunc(serve(rt, apigw.Handler(handler)), lambda.WithEnableSIGTERM(rt.Close))
+	handler := httpapi.New(httpapi.Deps{Agent: agent, Logger: rt.Logger, Kick: rt.Kick(), Tracer: tel.Tracer})
+	flushFailed := func(err error) { rt.Logger.Warn("could not flush telemetry", "err", err) }
+	lambda.StartHandlerFunc(telemetry.Flushing(tel, flushFailed, serve(rt, apigw.Handler(handler))),
+		lambda.WithEnableSIGTERM(func() {
+			rt.Close()
+			_ = tel.Shutdown(context.Background())
+		}))
 }
 
 // serve wraps the API's handler for one invocation: every log record of

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gbresearch/gb/functions/scheduler/schedule"
 	gbaws "github.com/gbresearch/gb/infra/aws"
+	"github.com/gbresearch/gb/infra/telemetry"
 	"github.com/gbresearch/gb/jobs"
 )
 
@@ -21,16 +22,27 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+	// Traces and metrics from the OTEL_* variables (off when unset),
+	// flushed after each invocation.
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Service: "gb-scheduler"})
+	if err != nil {
+		fatal(err)
+	}
 	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: rt.RecordingModel(), Logger: rt.Logger,
-		Config: rt.Config.Agent()})
+		Config: rt.Config.Agent(), Tracer: tel.Tracer, Meter: tel.Meter})
 	if err != nil {
 		fatal(err)
 	}
 	h := &schedule.Handler{Agent: agent, Logger: rt.Logger}
+	flushFailed := func(err error) { rt.Logger.Warn("could not flush telemetry", "err", err) }
 	// The raw payload goes to the handler as it came: an event that is
 	// empty or not JSON is refused there, not failed (and retried) by the
 	// runtime library's decoding.
-	lambda.StartWithOptions(rawHandler(gbaws.Wrap(rt, h.Invoke)), lambda.WithEnableSIGTERM(rt.Close))
+	lambda.StartWithOptions(rawHandler(telemetry.Flushing(tel, flushFailed, gbaws.Wrap(rt, h.Invoke))),
+		lambda.WithEnableSIGTERM(func() {
+			rt.Close()
+			_ = tel.Shutdown(context.Background())
+		}))
 }
 
 // rawHandler is a function that takes and returns an invocation's payload

@@ -20,6 +20,7 @@ import (
 
 	"github.com/gbresearch/gb/functions/worker/work"
 	gbaws "github.com/gbresearch/gb/infra/aws"
+	"github.com/gbresearch/gb/infra/telemetry"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/messenger"
 )
@@ -30,9 +31,15 @@ import (
 const coldStartTimeout = 5 * time.Second
 
 func main() {
-	s := &starter{build: build}
+	// Telemetry needs no database: it is set up once, before the runtime,
+	// and flushed after each invocation, before Lambda freezes the process.
+	tel, err := telemetry.Setup(context.Background(), telemetry.Options{Service: "gb-worker"})
+	if err != nil {
+		fatal(err)
+	}
+	s := &starter{build: func(ctx context.Context) (*gbaws.Runtime, *work.Worker, error) { return build(ctx, tel) }}
 	ctx, cancel := context.WithTimeout(context.Background(), coldStartTimeout)
-	err := s.start(ctx)
+	err = s.start(ctx)
 	cancel()
 	switch {
 	case err == nil:
@@ -41,20 +48,23 @@ func main() {
 	default:
 		fatal(err)
 	}
-	lambda.StartHandlerFunc(s.Handle, lambda.WithEnableSIGTERM(s.close))
+	lambda.StartHandlerFunc(telemetry.Flushing(tel, flushFailed, s.Handle), lambda.WithEnableSIGTERM(func() {
+		s.close()
+		shutdown(tel)
+	}))
 }
 
 // build sets up the runtime (settings, secrets, the pool, which reaches
 // the database) and the worker. Its errors after the runtime exists close
 // the runtime.
-func build(ctx context.Context) (*gbaws.Runtime, *work.Worker, error) {
+func build(ctx context.Context, tel *telemetry.Telemetry) (*gbaws.Runtime, *work.Worker, error) {
 	// A direct connection (no proxy) with GB_DB_POOL connections; the pool
 	// is closed between invocations.
 	rt, err := gbaws.Setup(ctx, gbaws.SetupParams{AppName: "gb-worker", Working: true, ModelKey: true})
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := newWorker(rt)
+	w, err := newWorker(rt, tel)
 	if err != nil {
 		rt.Close()
 		return nil, nil, err
@@ -62,8 +72,9 @@ func build(ctx context.Context) (*gbaws.Runtime, *work.Worker, error) {
 	return rt, w, nil
 }
 
-// newWorker builds the agent and the worker on a runtime.
-func newWorker(rt *gbaws.Runtime) (*work.Worker, error) {
+// newWorker builds the agent and the worker on a runtime, traced and
+// measured by tel.
+func newWorker(rt *gbaws.Runtime, tel *telemetry.Telemetry) (*work.Worker, error) {
 	model, err := rt.Model()
 	if err != nil {
 		return nil, err
@@ -83,7 +94,7 @@ func newWorker(rt *gbaws.Runtime) (*work.Worker, error) {
 	msgr := messenger.NewPostgres(rt.Pool, listener, messenger.PostgresConfig{})
 	agent, err := jobs.New(jobs.Deps{Pool: rt.Pool, Model: model, Messenger: msgr, Logger: rt.Logger, Config: cfg,
 		Search: searcher, Fetch: fetcher, Webhooks: rt.Config.NewWebhookSender(rt.Logger), Types: rt.Config.Types,
-		Models: models, Work: true})
+		Models: models, Work: true, Tracer: tel.Tracer, Meter: tel.Meter})
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +106,21 @@ func newWorker(rt *gbaws.Runtime) (*work.Worker, error) {
 // not be reached (in time), which a later invocation may find otherwise.
 func databaseDown(err error) bool {
 	return jobs.DatabaseUnavailable(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// flushFailed logs an invocation's failed telemetry flush.
+func flushFailed(err error) {
+	slog.New(slog.NewJSONHandler(os.Stderr, nil)).Warn("could not flush telemetry", "err", err)
+}
+
+// shutdown flushes and stops the telemetry when Lambda shuts the execution
+// environment down.
+func shutdown(tel *telemetry.Telemetry) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		flushFailed(err)
+	}
 }
 
 func fatal(err error) {

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/gbresearch/gb/infra/dashboard"
 	"github.com/gbresearch/gb/jobs"
 )
@@ -88,6 +90,9 @@ type Deps struct {
 	// EventFallback is how often a long poll re-reads the events whatever
 	// the notifier says; 0 means jobs.EventFallbackDefault.
 	EventFallback time.Duration
+	// Tracer, when set, serves each request in a span that continues the
+	// request's W3C traceparent (tracing.go); nil traces nothing.
+	Tracer trace.TracerProvider
 }
 
 type api struct {
@@ -138,7 +143,7 @@ func New(d Deps) http.Handler {
 	// No catch-all pattern: it would turn the mux's 405s into 404s. The
 	// mux's own 404, 405 and redirect answers get JSON bodies from
 	// jsonErrors instead.
-	return jsonErrors(limitHeaders(withTimeout(a.DBTimeout, mux)))
+	return traced(d.Tracer, mux, jsonErrors(limitHeaders(withTimeout(a.DBTimeout, mux))))
 }
 
 type userKey struct{}

@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TestTracedContinuesTheTraceparent: a request is served in a server span
+// named by the route the mux matches, the child of the request's W3C
+// traceparent, whose context the handler sees, with the answer's status;
+// with no tracer provider nothing is wrapped.
+func TestTracedContinuesTheTraceparent(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	var seen trace.SpanContext
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/gb/research/{id}/cancel", func(w http.ResponseWriter, r *http.Request) {
+		seen = trace.SpanContextFromContext(r.Context())
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	h := traced(tp, mux, mux)
+	r := httptest.NewRequest(http.MethodPost, "/v1/gb/research/7/cancel", nil)
+	r.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	s := spans[0]
+	if s.Name != "POST /v1/gb/research/{id}/cancel" || s.SpanKind != trace.SpanKindServer ||
+		s.SpanContext.TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || s.Parent.SpanID().String() != "00f067aa0ba902b7" {
+		t.Fatalf("span %q kind %s in %s under %s", s.Name, s.SpanKind, s.SpanContext.TraceID(), s.Parent.SpanID())
+	}
+	if seen.SpanID() != s.SpanContext.SpanID() {
+		t.Errorf("the handler saw span %s, not the request's %s", seen.SpanID(), s.SpanContext.SpanID())
+	}
+	attrs := map[string]string{}
+	for _, kv := range s.Attributes {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	if attrs["http.route"] != "/v1/gb/research/{id}/cancel" || attrs["http.response.status_code"] != "503" ||
+		attrs["http.request.method"] != "POST" || s.Status.Code.String() != "Error" {
+		t.Errorf("attributes %v, status %v", attrs, s.Status)
+	}
+	if traced(nil, mux, mux) != http.Handler(mux) {
+		t.Error("with no tracer provider the handler is wrapped")
+	}
+}
