@@ -62,6 +62,7 @@ export function runView(root, id, app) {
     renderPlan(el.plan, run, app, scheduleRefresh);
     renderTree(el.tree, tree, id);
     renderReport(el.report, run);
+    import('./citations.js').then((m) => m.decorateCitations(el.report, run, signal)).catch(() => {});
     renderMessages(el.messages, msgs.messages || []);
     if (srcs instanceof APIError && srcs.status === 404) {
       el.sourcesPanel.className = 'panel hidden';
