@@ -493,7 +493,17 @@ func TestTemplateDeclaresEverySetting(t *testing.T) {
 			t.Errorf("%s (config.%s) is read by the code but declared neither in Globals nor in a function's Environment", v, constName)
 		}
 	}
+	observability, err := os.ReadFile(filepath.Join(tpl.root, "docs", "observability.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for v, where := range declared {
+		if otelSetting(v) {
+			if !strings.Contains(string(observability), "`"+v) {
+				t.Errorf("%s, declared in %v, is not in docs/observability.md", v, where)
+			}
+			continue
+		}
 		if _, ok := read[v]; !ok {
 			t.Errorf("%s, declared in %v, is read by no code", v, where)
 		}
@@ -501,6 +511,12 @@ func TestTemplateDeclaresEverySetting(t *testing.T) {
 	if w := declared[config.EnvWorkerFunction]; !sameSet(w, []string{"ApiFunction", "WorkerFunction"}) {
 		t.Errorf("%s is declared in %v; only the API and the worker kick the worker", config.EnvWorkerFunction, w)
 	}
+}
+
+// otelSetting says whether v is read by the OpenTelemetry SDK or the ADOT
+// collector layer (docs/observability.md) rather than by gb's settings.
+func otelSetting(v string) bool {
+	return strings.HasPrefix(v, "OTEL_") || strings.HasPrefix(v, "OPENTELEMETRY_")
 }
 
 func sameSet(a, b []string) bool {
