@@ -172,7 +172,12 @@ func runEval(ctx context.Context, o *evalOptions) (*evalReport, *evalSet, error)
 		defer s.stop()
 		stacks[i] = s
 	}
-	progress := func(s string) { fmt.Fprintf(o.progress, "gb eval: %s\n", s) }
+	var mu sync.Mutex
+	progress := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(o.progress, "gb eval: %s\n", s)
+	}
 	progress(fmt.Sprintf("%d questions of %s, %d at a time per configuration", len(set.Questions), set.Name, o.parallel))
 	results := make([][]evalResult, len(stacks))
 	errs := make([]error, len(stacks))
