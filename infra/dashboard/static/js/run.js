@@ -9,6 +9,8 @@ import { ended } from './format.js';
 import { renderHead, renderTree, renderReport, eventRow, renderMessages, renderSources } from './panels.js';
 import { renderAsk } from './ask.js';
 import { renderPlan } from './plan.js';
+import { stepsView } from './steps.js';
+import { timelineView } from './timeline.js';
 
 const waitSeconds = 20;
 const maxEventRows = 2000;
@@ -45,6 +47,7 @@ export function runView(root, id, app) {
         h('section', { class: 'panel', id: 'events' }, h('h2', {}, 'Events ', el.eventCount), el.eventsScroll),
         h('section', { class: 'panel', id: 'messages' }, h('h2', {}, 'Messages between agents'), el.messages),
         el.sourcesPanel)));
+  const steps = stepsView(root, id, signal), timeline = timelineView(root, signal);
 
   const state = { id, names: new Map(), after: 0, events: 0, finished: false, gone: false };
 
@@ -61,6 +64,7 @@ export function runView(root, id, app) {
     renderAsk(el.ask, run, app, scheduleRefresh);
     renderPlan(el.plan, run, app, scheduleRefresh);
     renderTree(el.tree, tree, id);
+    steps.refresh(); timeline.update(tree);
     renderReport(el.report, run);
     import('./citations.js').then((m) => m.decorateCitations(el.report, run, signal)).catch(() => {});
     renderMessages(el.messages, msgs.messages || []);
@@ -113,6 +117,7 @@ export function runView(root, id, app) {
       state.after = Math.max(state.after, ev.seq);
       el.events.append(eventRow(ev, state.names));
     }
+    timeline.addEvents(evs);
     state.events += evs.length;
     while (el.events.children.length > maxEventRows) el.events.firstChild.remove();
     el.eventCount.textContent = state.events + (state.events === 1 ? ' event' : ' events');

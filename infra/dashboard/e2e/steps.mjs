@@ -1,0 +1,147 @@
+// The browser test of a run's steps and timeline: drives Debian's chromium
+// through playwright-core against a running stack.
+//
+//   node e2e/steps.mjs BASE_URL API_KEY ROOT_RUN_ID
+//
+// ROOT_RUN_ID is the root of a finished tree (the demo's: a root and its
+// sub-agents) whose first tool result of the root's first step was made to
+// hold markup and to be longer than the API's cut (steps_e2e_test.go). The
+// test signs in, opens the root's page, checks that its steps are listed
+// as the API lists them, expands the first step and finds each tool call's
+// arguments and each result as text (the markup as text, nothing run), reads
+// the cut result whole with its button, and checks that the timeline has a
+// lane per agent, a bar per step with model time drawn, and spawn arrows.
+// Screenshots steps.png and timeline.png go to $SCREENSHOT_DIR. It prints
+// "ok: ..." per check and exits 0 when all pass.
+import { chromium } from 'playwright-core';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const [base, key, rootArg] = process.argv.slice(2);
+const rootID = Number(rootArg);
+if (!base || !key || !rootID) {
+  console.error('usage: node e2e/steps.mjs BASE_URL API_KEY ROOT_RUN_ID');
+  process.exit(2);
+}
+const shots = process.env.SCREENSHOT_DIR || path.join(tmpdir(), 'gb-screenshots');
+mkdirSync(shots, { recursive: true });
+const t0 = Date.now();
+const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+const deadline = setTimeout(() => { console.error('the steps browser test took over 90 s'); process.exit(1); }, 90_000);
+
+function check(ok, what) {
+  if (!ok) throw new Error('check failed: ' + what);
+  log('ok:', what);
+}
+
+// api reads the API as the test's own client, to compare the page with.
+async function api(p) {
+  const res = await fetch(base + p, { headers: { Authorization: 'Bearer ' + key } });
+  if (!res.ok) throw new Error(p + ': ' + res.status);
+  return res.json();
+}
+
+const profile = mkdtempSync(path.join(tmpdir(), 'gb-chromium-'));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1400, height: 1000 },
+});
+const page = context.pages()[0] || await context.newPage();
+const problems = [];
+page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+page.on('console', (m) => {
+  if (m.type() === 'error' && !/404 \(Not Found\)/.test(m.text())) problems.push('console error: ' + m.text());
+});
+
+let failed = false;
+try {
+  await run();
+} catch (e) {
+  failed = true;
+  console.error(e.stack || String(e));
+  await page.screenshot({ path: path.join(shots, 'steps-failure.png'), fullPage: true }).catch(() => {});
+} finally {
+  await context.close().catch(() => {});
+  rmSync(profile, { recursive: true, force: true });
+  clearTimeout(deadline);
+}
+if (!failed && problems.length) {
+  failed = true;
+  console.error(problems.join('\n'));
+}
+log(failed ? 'FAILED' : 'passed', '· screenshots in', shots);
+process.exit(failed ? 1 : 0);
+
+async function run() {
+  const tree = await api('/v1/gb/research/' + rootID + '/tree');
+  const own = await api('/v1/gb/research/' + rootID + '/steps?run=' + rootID + '&order=asc&limit=100');
+  check(tree.runs.length >= 2 && own.steps.length >= 2, 'the tree has sub-agents and its root has steps: ' + tree.runs.length + ' agents');
+
+  await page.goto(base + '/ui');
+  await page.fill('#api-key', key);
+  await page.click('#sign-in button[type=submit]');
+  await page.waitForSelector('#runs');
+  await page.goto(base + '/ui/#/runs/' + rootID);
+  await page.waitForSelector('#live.ended');
+  await page.waitForFunction((n) => document.querySelectorAll('#steps-body details.step').length === n, own.steps.length);
+
+  // The list: a step per committed step of the root, in order, closed.
+  const listed = await page.$$eval('#steps-body details.step', (ds) => ds.map((d) => ({
+    step: Number(d.dataset.step), open: d.open, summary: d.querySelector('summary').textContent })));
+  check(listed.map((s) => s.step).join() === own.steps.map((s) => s.step).join(), 'the page lists the root\'s steps in order: ' + listed.length);
+  check(listed.every((s) => !s.open) && /tokens · \$\d\.\d{4} · model \d+\.\d s · tools \d+\.\d s/.test(listed[0].summary),
+    'each step is closed and its summary tells tokens, cost, model and tool time: ' + listed[0].summary);
+
+  // Expand the first step: its tool calls' arguments and its results, as text.
+  const first = own.steps[0];
+  const calls = first.messages.flatMap((m) => m.tool_calls || []);
+  const results = first.messages.filter((m) => m.role === 'tool');
+  check(calls.length > 0 && results.length > 0, 'the first step called tools: ' + calls.map((c) => c.name).join(', '));
+  const sel = '#steps-body details.step[data-step="' + first.step + '"]';
+  await page.click(sel + ' > summary');
+  check(await page.$eval(sel, (d) => d.open), 'a click on its summary opens the step');
+  const shown = await page.$eval(sel, (d) => ({
+    calls: Array.from(d.querySelectorAll('.tool-call')).map((c) => ({ name: c.dataset.tool, args: c.querySelector('.tool-args').textContent })),
+    results: Array.from(d.querySelectorAll('.step-msg[data-role="tool"] .step-text')).map((p) => p.textContent),
+    elements: d.querySelectorAll('.step-body img, .step-body script, .step-body b').length,
+  }));
+  check(calls.every((c, i) => shown.calls[i] && shown.calls[i].name === c.name && shown.calls[i].args === c.arguments),
+    'each tool call shows its name and its arguments as the API has them: ' + shown.calls.map((c) => c.name + ' ' + c.args).join('; '));
+  check(results.every((r, i) => shown.results[i] === r.content), 'each tool result shows as the API has it (cut)');
+  check(shown.results[0].startsWith('<img src=x onerror=') && shown.elements === 0,
+    'markup in a tool result shows as text and makes no element');
+  check(results[0].truncated === true && results[0].content_chars > Array.from(results[0].content).length,
+    'the API cut the long result: ' + Array.from(results[0].content).length + ' of ' + results[0].content_chars);
+  await page.locator('#steps').screenshot({ path: path.join(shots, 'steps.png') });
+
+  // Read the cut result whole.
+  await page.click(sel + ' button.step-full');
+  await page.waitForFunction(([s, n]) => {
+    const p = document.querySelector(s + ' .step-msg[data-role="tool"] .step-text');
+    return p && Array.from(p.textContent).length === n;
+  }, [sel, results[0].content_chars]);
+  check(true, 'the "Show all" button reads the result whole: ' + results[0].content_chars + ' characters');
+  check(await page.evaluate(() => window.__xss === undefined), 'nothing in a step ran');
+
+  // The timeline: a lane per agent, a bar per step, model and tool time, arrows.
+  await page.waitForSelector('#timeline svg.timeline');
+  const tl = await page.$eval('#timeline svg.timeline', (svg) => ({
+    lanes: Array.from(svg.querySelectorAll('g.tl-lane')).map((g) => ({ id: Number(g.dataset.runId), name: g.querySelector('.tl-name').textContent,
+      bars: g.querySelectorAll('g.tl-step').length, model: g.querySelectorAll('rect.tl-model').length })),
+    spawns: svg.querySelectorAll('line.tl-arrow[data-kind="spawn"]').length,
+    reports: svg.querySelectorAll('line.tl-arrow[data-kind="report"]').length,
+    titles: Array.from(svg.querySelectorAll('g.tl-step > title')).map((t) => t.textContent),
+  }));
+  check(tl.lanes.length === tree.runs.length && tree.runs.every((r) => tl.lanes.some((l) => l.id === r.id && l.name === (r.name || 'research'))),
+    'the timeline has a lane per agent: ' + tl.lanes.map((l) => l.name).join(', '));
+  check(tree.runs.every((r) => { const l = tl.lanes.find((x) => x.id === r.id); return l.bars === r.steps && l.model === r.steps; }),
+    'each lane has a bar per step, each with its model time: ' + tl.lanes.map((l) => l.name + ' ' + l.bars).join(', '));
+  const kids = tree.runs.filter((r) => r.parent_id != null).length;
+  check(tl.spawns === kids && tl.reports === kids, 'spawns and reports are arrows between lanes: ' + tl.spawns + ' and ' + tl.reports);
+  check(tl.titles.every((t) => /step \d+ · .*\nmodel \d+\.\d\d s, tools \d+\.\d\d s/.test(t)), 'each bar tells its step, model and tool time');
+  await page.locator('#timeline').screenshot({ path: path.join(shots, 'timeline.png') });
+}
