@@ -73,6 +73,9 @@ func saysNames(f *focus, said map[string]bool) bool {
 		return false
 	}
 	for n := range f.names {
+		if stopwords[n] {
+			continue // "is" of errors.Is: no term says it
+		}
 		if !said[n] && !said[stem(n)] {
 			return false
 		}

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -21,6 +22,10 @@ type focus struct {
 	// idents are the identifiers the question names, as written:
 	// "WaitGroup" in "sync.WaitGroup".
 	idents map[string]bool
+	// packages are the import paths the first question names, in order:
+	// "sync" of "sync.WaitGroup", "net/http", "context" of "the context
+	// package".
+	packages []string
 }
 
 var (
@@ -28,6 +33,9 @@ var (
 	pathRE      = regexp.MustCompile(`\b[a-z][a-z0-9]*(?:/[a-z][a-z0-9]*)+\b`)
 	camelRE     = regexp.MustCompile(`\b[A-Za-z]*[a-z][A-Z][A-Za-z0-9]*\b`)
 	packageRE   = regexp.MustCompile(`(?i)\b(?:the\s+)?([a-z][a-z0-9/]*)\s+package\b`)
+	// packageMentionRE finds a package the question names: the package
+	// of a qualified identifier, a path, or "the X package".
+	packageMentionRE = regexp.MustCompile(`\b([a-z][a-z0-9]*(?:/[a-z][a-z0-9]*)*)\.[A-Z]|\b([a-z][a-z0-9]*(?:/[a-z][a-z0-9]*)+)\b|(?i:\bthe\s+([a-z][a-z0-9/]*)\s+package\b)`)
 )
 
 // queryStopwords are words every document of a code knowledge base has:
@@ -44,6 +52,11 @@ func newFocus(task string) *focus {
 			f.want[t] = true
 			f.terms = append(f.terms, t)
 		}
+		if i := strings.LastIndex(t, "/"); i >= 0 && !f.want[t[i+1:]] {
+			// "atomic" of sync/atomic: what its documentation calls it.
+			f.want[t[i+1:]] = true
+			f.terms = append(f.terms, t[i+1:])
+		}
 	}
 	for _, m := range qualifiedRE.FindAllStringSubmatch(q, -1) {
 		f.names[m[1]] = true
@@ -56,6 +69,13 @@ func newFocus(task string) *focus {
 	for _, m := range packageRE.FindAllStringSubmatch(q, -1) {
 		if !stopwords[strings.ToLower(m[1])] {
 			f.names[strings.ToLower(m[1])] = true
+		}
+	}
+	first := firstQuestion(q)
+	for _, m := range packageMentionRE.FindAllStringSubmatch(first, -1) {
+		p := strings.ToLower(m[1] + m[2] + m[3])
+		if p != "" && !stopwords[p] && !slices.Contains(f.packages, p) {
+			f.packages = append(f.packages, p)
 		}
 	}
 	for _, m := range camelRE.FindAllString(q, -1) {
@@ -110,6 +130,18 @@ func (f *focus) query(n int) string {
 	}
 	for _, w := range rawWords(first) {
 		add(w)
+	}
+	return strings.Join(out, " or ")
+}
+
+// packageQuery searches for the documentation of the packages the first
+// question names, each as the phrase "package <path>" that heads it: the
+// words of a question ("maps", "keys") rank other documents first. "" when
+// it names none.
+func (f *focus) packageQuery() string {
+	var out []string
+	for _, p := range f.packages {
+		out = append(out, `"package `+p+`"`)
 	}
 	return strings.Join(out, " or ")
 }

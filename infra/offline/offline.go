@@ -11,6 +11,7 @@
 package offline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,9 +103,14 @@ func (s *state) next(req llm.Request) []llm.ToolCall {
 			}
 		}
 		if req.HasTool("search") {
-			calls = append(calls, call("search", map[string]any{"query": s.focus.query(8), "limit": 10}))
+			q := cmp.Or(s.focus.packageQuery(), s.focus.query(8))
+			calls = append(calls, call("search", map[string]any{"query": q, "limit": 10}))
 		}
 		return append(calls, s.webCalls(req)...)
+	}
+	if s.searches == 1 && len(s.hits) == 0 && s.focus.packageQuery() != "" && req.HasTool("search") {
+		// No package of that name: search the question's words.
+		return []llm.ToolCall{call("search", map[string]any{"query": s.focus.query(8), "limit": 10})}
 	}
 	unread := s.toRead()
 	calls = append(calls, s.webCalls(req)...)

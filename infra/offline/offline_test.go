@@ -24,6 +24,7 @@ func TestSplitQuestion(t *testing.T) {
 		"How does sync.WaitGroup wait for goroutines, how does context.WithTimeout cancel work, and how does compress/gzip write a file?": 3,
 		"What does strings.Cut return, what does strings.Fields do; how does bytes.Buffer grow?":                                          3,
 		"How does net/http serve requests, and what is a ServeMux?":                                                                       2,
+		"What does sync/atomic provide, and when should it be used?":                                                                      0,
 	}
 	for q, want := range cases {
 		if got := splitQuestion(q); len(got) != want {

@@ -39,6 +39,7 @@ type state struct {
 	siblingsWorking bool
 	working         int             // siblings working at the last list_siblings
 	messageReads    int             // read_messages calls answered
+	searches        int             // search calls answered
 	webResults      []webResult     // web_search results, in the provider's order
 	pages           []source        // pages fetched
 	fetched         map[string]bool // URLs the policy asked fetch for
@@ -109,6 +110,7 @@ func (s *state) readResult(c llm.ToolCall, content string) {
 	case "web_search":
 		s.webResults = append(s.webResults, parseWebResults(content)...)
 	case "search":
+		s.searches++
 		for _, m := range hitRE.FindAllStringSubmatchIndex(content, -1) {
 			id, _ := strconv.ParseInt(content[m[2]:m[3]], 10, 64)
 			end := strings.Index(content[m[1]:], "\n\n")

@@ -41,12 +41,18 @@ func terms(s string) []string {
 	return out
 }
 
-// stem drops a plural or verb ending, enough to match "channels" with "channel".
+// stem drops a plural or verb ending, enough to match "channels" with
+// "channel" and "provides" with "provide": "ing"; "es" after s, x, z, ch
+// or sh ("matches"); else a final "s" that does not end "ss".
 func stem(w string) string {
-	for _, suf := range []string{"ing", "es", "s"} {
-		if len(w) > len(suf)+3 && strings.HasSuffix(w, suf) {
-			return strings.TrimSuffix(w, suf)
-		}
+	switch {
+	case len(w) > 6 && strings.HasSuffix(w, "ing"):
+		return strings.TrimSuffix(w, "ing")
+	case len(w) > 5 && (strings.HasSuffix(w, "sses") || strings.HasSuffix(w, "xes") || strings.HasSuffix(w, "zes") ||
+		strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes")):
+		return strings.TrimSuffix(w, "es")
+	case len(w) > 4 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss"):
+		return strings.TrimSuffix(w, "s")
 	}
 	return w
 }
@@ -101,10 +107,32 @@ func splitQuestion(q string) []string {
 	}
 	for _, sent := range strings.SplitAfter(q, "?") {
 		for _, clause := range strings.Split(sent, ";") {
-			parts = append(parts, splitOnAnd(clause)...)
+			for i, p := range splitOnAnd(clause) {
+				if i > 0 && pointsBackPart(p) {
+					// "and when should it be used?": the same part.
+					parts[len(parts)-1] += " and " + p
+					continue
+				}
+				parts = append(parts, p)
+			}
 		}
 	}
 	return keepParts(parts)
+}
+
+// pointsBackPart says whether a part of a question refers to an earlier
+// one ("it", "they", "this") and names nothing of its own.
+func pointsBackPart(p string) bool {
+	if qualifiedRE.MatchString(p) || pathRE.MatchString(p) || camelRE.MatchString(p) {
+		return false
+	}
+	for _, w := range rawWords(p) {
+		switch w {
+		case "it", "its", "they", "them", "their", "this", "that", "these", "those":
+			return true
+		}
+	}
+	return false
 }
 
 // splitOnAnd splits a clause before "and" followed by a question word,
