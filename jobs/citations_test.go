@@ -112,6 +112,7 @@ func TestCitationsFlag(t *testing.T) {
 	if run.Citations == nil || *run.Citations != want || run.CitationsBefore != nil {
 		t.Fatalf("citations %+v before %+v, want %+v and none before", run.Citations, run.CitationsBefore, want)
 	}
+	t.Logf("flag: citations %+v; the stored report:\n%s", *run.Citations, run.Report)
 	if n := strings.Count(run.Report, "⚠ unsupported"); n != 1 || !strings.Contains(run.Report, "2031 [1]. ⚠ unsupported") {
 		t.Errorf("report does not flag the wrong number once:\n%s", run.Report)
 	}
@@ -150,6 +151,7 @@ func TestCitationsRevise(t *testing.T) {
 	if run.CitationsBefore == nil || *run.CitationsBefore != before || run.Citations == nil || *run.Citations != after {
 		t.Fatalf("citations before %+v after %+v, want %+v and %+v", run.CitationsBefore, run.Citations, before, after)
 	}
+	t.Logf("revise: citations before %+v, after %+v; the revised report:\n%s", *run.CitationsBefore, *run.Citations, run.Report)
 	if strings.Contains(run.Report, "⚠") || strings.Contains(run.Report, "2031") {
 		t.Errorf("revised report still has the flagged claims:\n%s", run.Report)
 	}
@@ -231,5 +233,34 @@ func TestCitationsOfflineSupported(t *testing.T) {
 			got, _ := jobs.CitationsOf(ctx, b.pool, run)
 			t.Errorf("%q: citations %+v, want every cited claim supported; verdicts %+v\nreport:\n%s", topic, c, got, run.Report)
 		}
+	}
+}
+
+// A revision the tree's budget cannot pay for ends the research with its
+// draft, flagged. The budget is sized for the steps up to the report and
+// not one more (as the budget's estimates stand; should they change, the
+// test still requires a report, revised or flagged, and says which).
+func TestCitationsReviseOutOfBudget(t *testing.T) {
+	model := &citingModel{}
+	b := setup(t, setupOpts{model: model.script()})
+	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID,
+		Topic: "How does sync.Mutex work?", MaxSteps: 10, Citations: jobs.CitationsRevise, MaxTokens: 5700})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run = waitEnded(t, b.pool, run.ID, 30*time.Second)
+	if run.Status != jobs.StatusSucceeded || run.Citations == nil || run.CitationsBefore == nil {
+		t.Fatalf("run ended %s (%s) with citations %+v before %+v, want succeeded with both", run.Status, run.Error,
+			run.Citations, run.CitationsBefore)
+	}
+	switch {
+	case model.revisions == 0 && run.Steps == 3 && strings.Count(run.Report, "⚠") == 3 && *run.Citations == *run.CitationsBefore:
+		t.Logf("the budget refused the revision: the draft is kept, flagged; citations %+v", *run.Citations)
+	case model.revisions == 1 && run.Steps == 4 && run.Citations.Unread == 0:
+		t.Logf("the budget's estimates changed: the revision was paid for; citations before %+v after %+v",
+			*run.CitationsBefore, *run.Citations)
+	default:
+		t.Fatalf("%d steps, %d revisions, citations %+v before %+v, report:\n%s", run.Steps, model.revisions,
+			*run.Citations, *run.CitationsBefore, run.Report)
 	}
 }
