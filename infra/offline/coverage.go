@@ -15,13 +15,18 @@ const weakCoverage = 0.5
 // the quotable sentences of everything read, 1 + ln(N/df); a term that no
 // sentence read has weighs as the rarest, 1 + ln(N). share is the weight
 // of the terms the chosen sentences have over the weight of all terms;
-// missing are the words of the question whose terms nothing read has. A
+// missing are the words of the question whose terms nothing read has,
+// neither its sentences nor its titles. A
 // chosen sentence says the title of the document it cites and the name of
 // the type whose documentation it is in, as well as its own words.
 func coverage(f *focus, pool []source, chosen []sentence) (share float64, missing []string) {
 	df := map[string]int{}
+	titled := map[string]bool{} // the terms of the titles of what was read
 	n := 0
 	for _, src := range pool {
+		for _, t := range terms(src.title + " " + strings.ReplaceAll(src.title, "/", " ")) {
+			titled[t] = true
+		}
 		sents, _ := docSentences(src.text)
 		for _, s := range sents {
 			if !quotable(s.text) {
@@ -57,7 +62,7 @@ func coverage(f *focus, pool []source, chosen []sentence) (share float64, missin
 		return 1, nil
 	}
 	for _, w := range rawWords(f.question) {
-		if t := strings.Trim(w, "/"); len(t) > 1 && !stopwords[t] && df[stem(t)] == 0 && f.want[stem(t)] && !contains(missing, t) {
+		if t := strings.Trim(w, "/"); len(t) > 1 && !stopwords[t] && df[stem(t)] == 0 && !titled[stem(t)] && f.want[stem(t)] && !contains(missing, t) {
 			missing = append(missing, t)
 		}
 	}

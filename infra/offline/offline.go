@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,6 +95,7 @@ func (s *state) next(req llm.Request) []llm.ToolCall {
 	var calls []llm.ToolCall
 	if s.turns == 0 {
 		if parts := splitQuestion(s.task); req.HasTool("spawn_subagent") && len(parts) >= 2 {
+			parts = withPackage(parts, s.focus.question)
 			for i, p := range parts {
 				calls = append(calls, call("spawn_subagent", map[string]any{
 					"name":   partName(p, i),
@@ -169,6 +171,30 @@ func (s *state) moreMessages() bool {
 		return s.siblingsWorking && len(s.messages) > 0 && len(s.messages) < s.working
 	}
 	return false
+}
+
+// withPackage adds to each part that names no package the one package
+// the whole question names, if it names exactly one: "How does
+// URLEncoding differ from StdEncoding?" of a question on encoding/base64
+// is asked of encoding/base64.
+func withPackage(parts []string, question string) []string {
+	var pkgs []string
+	for _, m := range packageMentionRE.FindAllStringSubmatch(question, -1) {
+		if p := strings.ToLower(m[1] + m[2] + m[3]); p != "" && !stopwords[p] && !slices.Contains(pkgs, p) {
+			pkgs = append(pkgs, p)
+		}
+	}
+	if len(pkgs) != 1 {
+		return parts
+	}
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = p
+		if !packageMentionRE.MatchString(p) {
+			out[i] = strings.TrimSuffix(p, "?") + " in the " + pkgs[0] + " package?"
+		}
+	}
+	return out
 }
 
 func oneLine(s string, n int) string {

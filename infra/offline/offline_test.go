@@ -166,3 +166,17 @@ func TestWeakEvidenceSaysTheDatasetDoesNotCover(t *testing.T) {
 		t.Fatalf("report:\n%s", got)
 	}
 }
+
+func TestPartsWithoutAPackageAreAskedOfTheQuestionsPackage(t *testing.T) {
+	t.Parallel()
+	q := "Which RFC does encoding/base64 implement, and how does URLEncoding differ from StdEncoding?"
+	got := withPackage(splitQuestion(q), q)
+	want := []string{"Which RFC does encoding/base64 implement?", "How does URLEncoding differ from StdEncoding in the encoding/base64 package?"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("got %q", got)
+	}
+	demo := "How do goroutines work, and how does the context package carry cancellation, and how does net/http serve requests?"
+	if got := withPackage(splitQuestion(demo), demo); got[0] != "How do goroutines work?" {
+		t.Errorf("a question of two packages gave %q", got)
+	}
+}

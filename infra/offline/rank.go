@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 type sentence struct {
@@ -47,7 +48,29 @@ func docSentences(text string) (out []sentence, methods map[string][]string) {
 // pointing back at the text before it ("Outside of those two special
 // cases, …", "It returns …") says nothing true once quoted alone.
 func quotable(s string) bool {
-	return len(s) >= 40 && len(s) <= 400 && strings.ContainsAny(s[len(s)-1:], ".!?") && !pointsBack(s)
+	return wellFormed(s) && !pointsBack(s)
+}
+
+// wellFormed is a sentence of the right size that starts as a sentence
+// does (not "if once.Do(f) is called…", the tail of a sentence cut by a
+// code block) and ends as one.
+func wellFormed(s string) bool {
+	if len(s) < 40 || len(s) > 400 || !strings.ContainsAny(s[len(s)-1:], ".!?") {
+		return false
+	}
+	first := strings.SplitN(s, " ", 2)[0]
+	return !unicode.IsLower(rune(s[0])) || strings.ContainsAny(first, ".(")
+}
+
+// quotableIn is quotable, or a sentence of the documentation of a type the
+// question names that starts with "It": there "It" is that type ("It
+// minimizes memory copying." of strings.Builder).
+func quotableIn(f *focus, s sentence) bool {
+	if quotable(s.text) {
+		return true
+	}
+	return wellFormed(s.text) && s.owner != "" && f.idents[s.owner] &&
+		(strings.HasPrefix(s.text, "It ") || strings.HasPrefix(s.text, "Its "))
 }
 
 // backWords start a sentence that points back at the one before it.
@@ -90,7 +113,7 @@ func bestSentences(f *focus, sources []source, n int) []sentence {
 		}
 		rel := f.titleScore(src.title) / 10
 		for _, s := range sents {
-			if quotable(s.text) {
+			if quotableIn(f, s) {
 				s.src = src
 				s.score = rel
 				if s.owner != "" && f.idents[s.owner] {
