@@ -23,8 +23,7 @@ import (
 // rest are gb's own (gb.*). The trace context of runs is in trace.go.
 //
 // With no tracer provider (Deps.Tracer nil) no span is made and no trace
-// context is read or written; with no meter provider the instruments are
-// no-ops.
+// context is read or written; with no meter provider nothing is measured.
 
 // scopeName is the instrumentation scope of the agent's spans and metrics.
 const scopeName = "github.com/gbresearch/gb/jobs"
@@ -93,8 +92,10 @@ func providerOf(m llm.Model) string {
 
 // instruments are the agent's tracer and metric instruments.
 type instruments struct {
-	// tracer is nil when tracing is off.
+	// tracer is nil when tracing is off; metered is false when metrics
+	// are, and nothing is then recorded.
 	tracer      trace.Tracer
+	metered     bool
 	steps       metric.Int64Counter
 	tokens      metric.Int64Histogram
 	cost        metric.Float64Counter
@@ -117,6 +118,7 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instrume
 	if tp != nil {
 		in.tracer = tp.Tracer(scopeName)
 	}
+	in.metered = mp != nil
 	if mp == nil {
 		mp = noopmetric.NewMeterProvider()
 	}
@@ -151,6 +153,9 @@ func (in *instruments) tracing() bool { return in.tracer != nil }
 // and whether the provider refused it for want of capacity.
 func (a *Agent) complete(ctx context.Context, run *Run, m llm.Model, req llm.Request) (llm.Response, error) {
 	in := a.tel
+	if !in.tracing() && !in.metered {
+		return m.Complete(ctx, req)
+	}
 	provider := providerOf(m)
 	var span trace.Span
 	if in.tracing() {
@@ -264,6 +269,9 @@ func (a *Agent) startStep(ctx context.Context, run *Run, step int) (context.Cont
 
 // stepCommitted counts a committed step and what it cost.
 func (a *Agent) stepCommitted(ctx context.Context, run *Run, use llm.Usage) {
+	if !a.tel.metered {
+		return
+	}
 	model := attribute.String(attrRequestModel, run.Model)
 	a.tel.steps.Add(ctx, 1, metric.WithAttributes(model))
 	if use.CostUSD > 0 {
@@ -284,6 +292,9 @@ func agentName(run *Run) string {
 // no way forward given a job, ended as lost or resumed, jobs of dead or
 // stuck workers rescued, and calls of dead workers settled.
 func (a *Agent) countRepairs(ctx context.Context, res MaintainResult) {
+	if !a.tel.metered {
+		return
+	}
 	for kind, n := range map[string]int{"repaired": res.Repaired, "lost": res.Lost, "resumed": res.Resumed,
 		"rescued": res.Rescued, "lost_calls": res.LostCalls} {
 		if n > 0 {

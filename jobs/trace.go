@@ -70,7 +70,7 @@ func (a *Agent) jobMetadata(ctx context.Context) []byte {
 // tracing is on, begins its span: a child of its run's span, linked to the
 // span that enqueued it, with the job's id, attempt, kind and queue.
 func (a *Agent) startJob(ctx context.Context, job *river.Job[StepArgs]) (context.Context, func(err error)) {
-	if job.AttemptedAt != nil {
+	if job.AttemptedAt != nil && a.tel.metered {
 		ready := job.ScheduledAt
 		if job.CreatedAt.After(ready) {
 			ready = job.CreatedAt // a step job is queued at its tree's start (treeOrder)
@@ -120,7 +120,9 @@ func enqueuedBy(meta []byte) trace.SpanContext {
 
 // endRunSpans records the invoke_agent span of each run that ends in tx,
 // with the identity its creation gave it, from its creation to now. Runs
-// created while tracing was off have none and are skipped.
+// created while tracing was off have none and are skipped. The span is
+// recorded before tx commits: an end that fails to commit and is made
+// again records the run's span again, with the same identity.
 func (a *Agent) endRunSpans(ctx context.Context, tx pgx.Tx, runs []*Run, status, errText string) error {
 	if !a.tel.tracing() || len(runs) == 0 {
 		return nil
