@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gbresearch/gb/infra/openai"
+	"github.com/gbresearch/gb/infra/openai/openaifake"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -88,5 +90,50 @@ func TestStepsRecordRetriesCompactionAndTimes(t *testing.T) {
 	}
 	if len(s3.Messages) != 1 || s3.Messages[0].Content != "# Report\n\nDone." {
 		t.Errorf("step 3, the report: messages %+v", s3.Messages)
+	}
+}
+
+// A step made through the OpenAI client against openaifake records what a
+// provider reports: the model, reasoning tokens, prompt tokens read from
+// the cache once the prefix repeats, and the failed call before the answer.
+func TestStepsRecordAProvidersUsage(t *testing.T) {
+	t.Parallel()
+	fake := openaifake.New(openaifake.Config{Brain: func(req *openaifake.Request) openaifake.Answer {
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleTool {
+				return openaifake.Answer{Content: "# Report\n\nFound it."}
+			}
+		}
+		return openaifake.Answer{ToolCalls: []openaifake.ToolCall{{Name: "search", Arguments: `{"query":"WaitGroup"}`}}}
+	}})
+	defer fake.Close()
+	fake.Inject(openaifake.ServerError, 1)
+	model, err := openai.New(openai.Config{BaseURL: fake.URL(), APIKey: openaifake.DefaultAPIKey, Model: "o4-mini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, setupOpts{model: model})
+	ctx := context.Background()
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "How does sync.WaitGroup work?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitEnded(t, b.pool, run.ID, 60*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+	page, err := jobs.Steps(ctx, b.pool, jobs.StepQuery{Run: run, Asc: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Steps) != 2 {
+		t.Fatalf("%d steps, want 2", len(page.Steps))
+	}
+	s1, s2 := page.Steps[0], page.Steps[1]
+	if s1.Model != "o4-mini" || s1.Retries != 1 || len(s1.RetryOutcomes) != 1 || s1.RetryOutcomes[0] != "failed" ||
+		s1.Tokens.Reasoning <= 0 || s1.CostUSD <= 0 {
+		t.Errorf("step 1: %+v; want o4-mini with reasoning tokens, a cost and the failed call before it", s1)
+	}
+	if s2.Retries != 0 || s2.Tokens.Cached <= 0 || s2.Tokens.Cached > s2.Tokens.Prompt || s2.Tokens.Reasoning <= 0 {
+		t.Errorf("step 2: %+v; want cached prompt tokens (the repeated prefix) and reasoning tokens, no retry", s2)
 	}
 }
