@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gbresearch/gb/jobs"
 )
@@ -136,5 +137,45 @@ func TestFlagsTheAPIRefusesExitTwoBeforeAnyRequest(t *testing.T) {
 	}
 	if n := requests.Load(); n != 0 {
 		t.Errorf("gb sent %d requests for command lines it should have refused", n)
+	}
+}
+
+// TestTreeFollowIntoAPipe follows a research with sub-agents with the gb
+// binary writing into a pipe: it prints the tree once, then changed lines
+// only (no terminal escapes, never the same line twice in a row), and ends
+// with every agent ended.
+func TestTreeFollowIntoAPipe(t *testing.T) {
+	t.Parallel()
+	s := startCLIStack(t, 30*time.Millisecond)
+	code, out, errOut := s.gb(t, s.key, "research", "start", "What does sync.Once guarantee? How does context carry deadlines?")
+	if code != 0 {
+		t.Fatalf("start: exit %d %s", code, errOut)
+	}
+	id := strings.TrimSpace(out)
+	code, out, errOut = s.gb(t, s.key, "research", "tree", id, "--follow")
+	if code != 0 {
+		t.Fatalf("tree --follow: exit %d %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	totals := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, "total: ") {
+			totals++
+		}
+		if i > 0 && l == lines[i-1] {
+			t.Errorf("line %d repeats the line before it: %q", i, l)
+		}
+	}
+	roots := strings.Count(out, "#"+id+" root")
+	t.Logf("%d lines, %d totals, %d root lines:\n%s", len(lines), totals, roots, out)
+	switch {
+	case strings.Contains(out, "\x1b"):
+		t.Errorf("terminal escapes in a pipe: %q", out)
+	case !strings.HasPrefix(out, "#"+id+" root"):
+		t.Errorf("the output does not start with the tree")
+	case !strings.Contains(lines[len(lines)-1], "(0 working)") || !strings.Contains(out, "3 agents"):
+		t.Errorf("the last line is %q, want the totals of 3 agents, none working", lines[len(lines)-1])
+	case roots >= totals:
+		t.Errorf("the root's line came %d times for %d drawings: whole trees printed again", roots, totals)
 	}
 }
