@@ -32,12 +32,21 @@ answers. It prints:
   - a tree of four sub-agents racing for a dollar budget;
 and, for each, whether gb's ledger matched the provider's bill call by call.
 
+With --provider bedrock the scenarios run on the project's Converse fake
+instead, through the Bedrock client and the AWS SDK (SigV4-signed, Converse's
+ThrottlingException, cache reads and writes at Bedrock's prices), with the
+quotas configured as GB_RATE_LIMITS would state them.
+
 Run it on a database of its own: the scenarios use the default queue.`,
 		Example: `  gb bench provider
   gb bench provider --long 40 --trees 30 --limits 60/40000,40/0 --cost 0.01
-  gb bench provider --long 0 --trees 6 --limits 30/0`,
+  gb bench provider --long 0 --trees 6 --limits 30/0
+  gb bench provider --provider bedrock --long 10 --trees 10 --limits 60/0`,
 		Args: args(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.ProviderName != providerbench.ProviderOpenAI && o.ProviderName != providerbench.ProviderBedrock {
+				return usageErrorf("--provider %q: want openai or bedrock", o.ProviderName)
+			}
 			for _, s := range limits {
 				l, err := parseLimit(s)
 				if err != nil {
@@ -65,6 +74,7 @@ Run it on a database of its own: the scenarios use the default queue.`,
 		},
 	}
 	f := c.Flags()
+	f.StringVar(&o.ProviderName, "provider", providerbench.ProviderOpenAI, "fake provider: openai (chat completions) or bedrock (Converse)")
 	f.IntVar(&o.Long, "long", 40, "steps of the long research (0 skips it)")
 	f.IntVar(&o.Trees, "trees", 30, "trees started at once against each rate limit (0 skips them)")
 	f.StringSliceVar(&limits, "limits", []string{"60/40000", "40/0"}, "rate limits the trees meet, each RPM/TPM (0: none)")

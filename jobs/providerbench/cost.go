@@ -63,7 +63,7 @@ func CostTree(ctx context.Context, o CostOptions) (CostResult, error) {
 	if err != nil {
 		return CostResult{}, err
 	}
-	r := CostResult{Provider: e.Fake.Stats()}
+	r := CostResult{Provider: e.Stats()}
 	for _, t := range tree {
 		if t.ID == run.ID {
 			r.RootStatus, r.RootError, r.RootReport = t.Status, t.Error, t.Report != ""
@@ -80,6 +80,6 @@ func CostTree(ctx context.Context, o CostOptions) (CostResult, error) {
 		WHERE run_id = $1 AND status = 'settled' ORDER BY id DESC LIMIT 1`, run.ID).Scan(&r.ClosingTokens); err != nil {
 		return r, fmt.Errorf("error reading the root's last call: %w", err)
 	}
-	r.Ledger, err = ReadLedger(ctx, e.Pool, []int64{run.ID}, e.Fake.Calls())
+	r.Ledger, err = ReadLedger(ctx, e.Pool, []int64{run.ID}, e.Calls())
 	return r, err
 }

@@ -8,11 +8,21 @@
 // figures beside gb's own ledger, so that a test can assert them and
 // `gb bench provider` can print them.
 //
+// Every scenario but OddAnswers also runs on Bedrock's Converse API
+// (EnvOptions.ProviderName ProviderBedrock): the project's Converse fake
+// (infra/bedrock/conversefake), which checks SigV4 signatures, enforces a
+// window and quotas with ThrottlingException and bills cache reads and
+// writes, reached through infra/bedrock and the AWS SDK; one scripted
+// policy answers behind both fakes.
+//
 // Scenarios: a long research that reads a new page at every step, with and
 // without compaction (LongResearch); many trees against a rate limit
 // (RateLimits); a tree with a dollar budget and sub-agents racing for it
-// (CostTree); and a tree meeting each odd answer a provider gives (OddAnswers).
+// (CostTree); a tree that uses the team's tools, web search, fetch and a
+// message between siblings (TeamTree); and a tree meeting each odd answer
+// a provider gives (OddAnswers).
 //
-// It may import jobs and its subpackages, infra/openai, infra/openai/openaifake,
+// It may import jobs and its subpackages, messenger, infra/openai,
+// infra/openai/openaifake, infra/bedrock, infra/bedrock/conversefake,
 // infra/fetch and infra/db.
 package providerbench

@@ -11,15 +11,32 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/gbresearch/gb/infra/bedrock/conversefake"
 	"github.com/gbresearch/gb/infra/openai"
 	"github.com/gbresearch/gb/infra/openai/openaifake"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/kb"
 	"github.com/gbresearch/gb/jobs/llm"
+	"github.com/gbresearch/gb/messenger"
 )
 
 // ModelDefault is the model the scenarios ask for, priced as OpenAI prices it.
 const ModelDefault = "gpt-4o-mini"
+
+// Providers a scenario runs on (EnvOptions.ProviderName).
+const (
+	// ProviderOpenAI is the OpenAI-compatible fake (infra/openai/openaifake)
+	// reached through infra/openai.
+	ProviderOpenAI = "openai"
+	// ProviderBedrock is the Converse fake (infra/bedrock/conversefake)
+	// reached through infra/bedrock and the AWS SDK, SigV4-signed.
+	ProviderBedrock = "bedrock"
+)
+
+// BedrockModelDefault is the model the scenarios ask Bedrock for, priced as
+// Bedrock prices it: Claude 3.5 Haiku, whose cache writes cost more than
+// its input (infra/bedrock's table).
+const BedrockModelDefault = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
 // PageSizeDefault is how many characters a page has: one fetch reads it.
 const PageSizeDefault = 20_000
@@ -28,9 +45,14 @@ const PageSizeDefault = 20_000
 type EnvOptions struct {
 	// Pool is a migrated database.
 	Pool *pgxpool.Pool
+	// ProviderName is ProviderOpenAI (the default) or ProviderBedrock.
+	ProviderName string
 	// Provider configures the fake provider; its Brain is the scenario's.
+	// On Bedrock, its RPM, TPM, Latency and Models' windows and output
+	// limits configure the Converse fake.
 	Provider openaifake.Config
-	// Model is the model asked for (ModelDefault).
+	// Model is the model asked for (ModelDefault, BedrockModelDefault on
+	// Bedrock).
 	Model string
 	// Profiles correct what the model client knows of models.
 	Profiles map[string]openai.ProfileOverride
@@ -41,23 +63,44 @@ type EnvOptions struct {
 	Workers int
 	// Logger gets the agents' logs (default: discarded).
 	Logger *slog.Logger
+	// team gives the agents a web search over the page server (else a
+	// search that says to fetch the pages given) and a Postgres messenger
+	// (else no messages between siblings).
+	team bool
+}
+
+// modelName is the model the scenario asks for: Model, or its provider's
+// default.
+func (o EnvOptions) modelName() string {
+	switch {
+	case o.Model != "":
+		return o.Model
+	case o.ProviderName == ProviderBedrock:
+		return BedrockModelDefault
+	}
+	return ModelDefault
 }
 
 // Env is what a scenario runs on: the fake provider, a page server, the
 // working agents, a user and a dataset of its own.
 type Env struct {
-	Pool    *pgxpool.Pool
-	Fake    *openaifake.Server
-	Pages   *pages
-	Starter *jobs.Agent // inserts the researches; works none
-	Agents  []*jobs.Agent
-	UserID  int64
-	Dataset string
-	Model   string
+	Pool *pgxpool.Pool
+	// Fake is the OpenAI-compatible fake, Converse the Bedrock fake: the
+	// one the scenario runs on (the other is nil). Stats and Calls read
+	// either.
+	Fake     *openaifake.Server
+	Converse *conversefake.Server
+	Pages    *pages
+	Starter  *jobs.Agent // inserts the researches; works none
+	Agents   []*jobs.Agent
+	UserID   int64
+	Dataset  string
+	Model    string
 	// Queue is the River queue of the scenario's step jobs.
-	Queue string
-	tag   string
-	users int
+	Queue    string
+	tag      string
+	listener *messenger.Listener
+	users    int
 }
 
 // NewUser creates a user of the scenario's own (a user may have only a few
@@ -76,10 +119,10 @@ func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) 
 	if o.Pool == nil {
 		return nil, errors.New("providerbench: EnvOptions.Pool is required")
 	}
-	e := &Env{Pool: o.Pool, Model: o.Model, Pages: newPages(pageSize)}
-	if e.Model == "" {
-		e.Model = ModelDefault
+	if o.ProviderName != "" && o.ProviderName != ProviderOpenAI && o.ProviderName != ProviderBedrock {
+		return nil, fmt.Errorf("providerbench: provider %q is neither %s nor %s", o.ProviderName, ProviderOpenAI, ProviderBedrock)
 	}
+	e := &Env{Pool: o.Pool, Model: o.modelName(), Pages: newPages(pageSize)}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -89,11 +132,7 @@ func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	pc := o.Provider
-	pc.Brain = brain(e.Pages)
-	e.Fake = openaifake.New(pc)
-	model, err := openai.New(openai.Config{BaseURL: e.Fake.URL(), APIKey: apiKey(pc), Model: e.Model,
-		Profiles: o.Profiles, Logger: logger})
+	model, err := e.startProvider(ctx, o, brain(e.Pages), logger)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +162,14 @@ func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) 
 	cfg.Queue = "providerbench_" + tag
 	e.Queue = cfg.Queue
 	deps := jobs.Deps{Pool: o.Pool, Model: model, Logger: logger, Config: cfg, Search: noSearch{}, Fetch: fetcher}
+	if o.team {
+		deps.Search = pageSearch{e.Pages}
+		e.listener = messenger.NewListener(o.Pool, logger)
+		if err := e.listener.Start(ctx); err != nil {
+			return nil, fmt.Errorf("error starting the message listener: %w", err)
+		}
+		deps.Messenger = messenger.NewPostgres(o.Pool, e.listener, messenger.PostgresConfig{})
+	}
 	if e.Starter, err = jobs.New(deps); err != nil {
 		return nil, err
 	}
@@ -156,8 +203,16 @@ func (e *Env) Close() {
 		cancel()
 	}
 	e.Agents = nil
+	if e.listener != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = e.listener.Stop(ctx)
+		cancel()
+	}
 	if e.Fake != nil {
 		e.Fake.Close()
+	}
+	if e.Converse != nil {
+		e.Converse.Close()
 	}
 	e.Pages.Close()
 	e.cleanup()

@@ -76,11 +76,11 @@ func Interruptions(ctx context.Context, o InterruptOptions) (InterruptResult, er
 	if err := e.settled(ctx); err != nil {
 		return r, err
 	}
-	r.Provider = e.Fake.Stats()
+	r.Provider = e.Stats()
 	if err := outcomes(ctx, e, roots, &r.Runs, &r.Succeeded, &r.Errors); err != nil {
 		return r, err
 	}
-	r.Ledger, err = ReadLedger(ctx, e.Pool, roots, e.Fake.Calls())
+	r.Ledger, err = ReadLedger(ctx, e.Pool, roots, e.Calls())
 	return r, err
 }
 

@@ -52,10 +52,7 @@ func LongResearch(ctx context.Context, o LongOptions) (LongResult, error) {
 	if o.PageSize == 0 {
 		o.PageSize = PageSizeDefault
 	}
-	model := o.Model
-	if model == "" {
-		model = ModelDefault
-	}
+	model := o.modelName()
 	window := o.Window
 	if o.NoCompaction {
 		window = 4_000_000
@@ -81,9 +78,9 @@ func LongResearch(ctx context.Context, o LongOptions) (LongResult, error) {
 	if err != nil {
 		return LongResult{}, err
 	}
-	r := LongResult{Status: done.Status, Error: done.Error, Steps: done.Steps, Provider: e.Fake.Stats(),
+	r := LongResult{Status: done.Status, Error: done.Error, Steps: done.Steps, Provider: e.Stats(),
 		Cited: len(reportPage.FindAllString(done.Report, -1))}
-	for _, c := range e.Fake.Calls() {
+	for _, c := range e.Calls() {
 		r.MaxPrompt = max(r.MaxPrompt, c.PromptTokens)
 	}
 	var fetched int
@@ -94,6 +91,6 @@ func LongResearch(ctx context.Context, o LongOptions) (LongResult, error) {
 	for i := 1; i <= fetched; i++ {
 		r.PageTokens += openaifake.CountTokens(PageText(i, o.PageSize))
 	}
-	r.Ledger, err = ReadLedger(ctx, e.Pool, []int64{run.ID}, e.Fake.Calls())
+	r.Ledger, err = ReadLedger(ctx, e.Pool, []int64{run.ID}, e.Calls())
 	return r, err
 }

@@ -3,6 +3,7 @@ package providerbench
 import (
 	"cmp"
 	"context"
+	"errors"
 
 	"github.com/gbresearch/gb/infra/openai/openaifake"
 	"github.com/gbresearch/gb/jobs"
@@ -31,6 +32,9 @@ type OddResult struct {
 // OddAnswer runs one research that reads a page at every step, whose
 // first calls get an odd answer from the provider.
 func OddAnswer(ctx context.Context, o OddOptions) (OddResult, error) {
+	if o.ProviderName == ProviderBedrock {
+		return OddResult{}, errors.New("providerbench: the odd answers are the OpenAI-compatible fake's faults")
+	}
 	e, err := newEnv(ctx, o.EnvOptions, 2000, readingBrain)
 	if err != nil {
 		return OddResult{}, err

@@ -96,7 +96,7 @@ func RateLimits(ctx context.Context, o RateOptions) (RateResult, error) {
 	if err != nil {
 		return RateResult{}, err
 	}
-	r := RateResult{Elapsed: time.Since(began), Provider: e.Fake.Stats(), PeakRunning: peak, MeanRunning: mean}
+	r := RateResult{Elapsed: time.Since(began), Provider: e.Stats(), PeakRunning: peak, MeanRunning: mean}
 	r.PeakInFlight = r.Provider.MaxInFlight
 	r.Refused = r.Provider.Refused429RPM + r.Provider.Refused429TPM + r.Provider.TooLarge
 	r.Share = float64(r.Refused) / float64(max(r.Provider.Requests, 1))
@@ -104,7 +104,7 @@ func RateLimits(ctx context.Context, o RateOptions) (RateResult, error) {
 	if err := outcomes(ctx, e, roots, &r.Runs, &r.Succeeded, &r.Errors); err != nil {
 		return r, err
 	}
-	r.Ledger, err = ReadLedger(ctx, e.Pool, roots, e.Fake.Calls())
+	r.Ledger, err = ReadLedger(ctx, e.Pool, roots, e.Calls())
 	return r, err
 }
 

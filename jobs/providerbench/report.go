@@ -1,12 +1,15 @@
 package providerbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/gbresearch/gb/jobs"
 )
 
 // SuiteOptions say which scenarios Suite runs and at what size.
@@ -29,10 +32,12 @@ type RateLimit struct{ RPM, TPM int }
 
 // Report is what Suite measured.
 type Report struct {
-	Long  []LongRow
-	Rates []RateRow
-	Cost  *CostResult
-	Took  time.Duration
+	// Provider and Model are what the scenarios ran on.
+	Provider, Model string
+	Long            []LongRow
+	Rates           []RateRow
+	Cost            *CostResult
+	Took            time.Duration
 }
 
 // LongRow is one long research.
@@ -55,7 +60,10 @@ func Suite(ctx context.Context, o SuiteOptions) (Report, error) {
 			o.Progress(fmt.Sprintf(format, args...))
 		}
 	}
-	var r Report
+	r := Report{Provider: cmp.Or(o.ProviderName, ProviderOpenAI), Model: o.Model}
+	if r.Model == "" {
+		r.Model = map[string]string{ProviderOpenAI: ModelDefault, ProviderBedrock: BedrockModelDefault}[r.Provider]
+	}
 	if o.Long > 0 {
 		for _, c := range []struct {
 			name   string
@@ -73,7 +81,13 @@ func Suite(ctx context.Context, o SuiteOptions) (Report, error) {
 	if o.Trees > 0 {
 		for _, l := range o.Limits {
 			say("%d trees against %d RPM / %d TPM", o.Trees, l.RPM, l.TPM)
-			res, err := RateLimits(ctx, RateOptions{EnvOptions: o.EnvOptions, Trees: o.Trees, RPM: l.RPM, TPM: l.TPM})
+			eo := o.EnvOptions
+			if r.Provider == ProviderBedrock && eo.Agent.RateLimits == nil {
+				// Bedrock says nothing of its quotas in its answers: they are
+				// configured, as GB_RATE_LIMITS does from Service Quotas.
+				eo.Agent.RateLimits = map[string]jobs.RateLimit{r.Model: {RPM: l.RPM, TPM: l.TPM}}
+			}
+			res, err := RateLimits(ctx, RateOptions{EnvOptions: eo, Trees: o.Trees, RPM: l.RPM, TPM: l.TPM})
 			if err != nil {
 				return r, err
 			}
@@ -121,10 +135,15 @@ func (r Report) Print(w io.Writer) error {
 			c.MaxCallEstimateUSD, countStatuses(c.Runs), matches(c.Ledger))
 		fmt.Fprintln(tw)
 	}
-	fmt.Fprintf(tw, "took %s. Provider: the project's OpenAI-compatible fake (infra/openai/openaifake), gpt-4o-mini's prices;\n"+
+	provider := "the project's OpenAI-compatible fake (infra/openai/openaifake)"
+	if r.Provider == ProviderBedrock {
+		provider = "the project's Converse fake (infra/bedrock/conversefake) through the AWS SDK, with the quotas configured " +
+			"(GB_RATE_LIMITS)"
+	}
+	fmt.Fprintf(tw, "took %s. Provider: %s, %s's prices;\n"+
 		"throughput is what the provider accepted over what its binding limit allowed from its first to its last\n"+
 		"accepted call (a minute's capacity at once, then the limit's rate); ledger: gb's ledger matched to the\n"+
-		"provider's bill call by call.\n", r.Took.Round(time.Second))
+		"provider's bill call by call.\n", r.Took.Round(time.Second), provider, r.Model)
 	return tw.Flush()
 }
 
