@@ -249,3 +249,44 @@ func TestProfilesAndPrices(t *testing.T) {
 		t.Errorf("nova cost %g, want %g", got, want)
 	}
 }
+
+// Conversations Converse would refuse as they are stored are sent in its
+// shape: an assistant first, two user turns in a row, blank text, an empty
+// tool result and arguments that are not JSON all pass its checks.
+func TestOddConversationsAreSentInConverseShape(t *testing.T) {
+	t.Parallel()
+	var seen *openaifake.Request
+	var mu sync.Mutex
+	f := newFake(t, conversefake.Config{Brain: func(req *openaifake.Request) openaifake.Answer {
+		mu.Lock()
+		seen = req
+		mu.Unlock()
+		return openaifake.Answer{Content: "ok"}
+	}})
+	m := newModel(t, f, nova)
+	bad := llm.ToolCall{ID: "c1", Name: "search", InvalidArguments: `{"query": "cut`}
+	_, err := m.Complete(context.Background(), llm.Request{Tools: []llm.ToolSpec{searchTool}, Messages: []llm.Message{
+		{Role: llm.RoleAssistant, Content: "I start."},
+		{Role: llm.RoleUser, Content: "a"},
+		{Role: llm.RoleUser, Content: "  "},
+		{Role: llm.RoleSystem, Content: "b"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{bad}},
+		{Role: llm.RoleTool, ToolCallID: "c1", Content: ""},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var roles []string
+	for _, m := range seen.Messages {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, ","); got != "user,assistant,user,assistant,tool" {
+		t.Errorf("roles %s", got)
+	}
+	if seen.Messages[2].Content != "a\nb" || seen.Messages[3].ToolCalls[0].Arguments != `{"invalid_arguments":"{\"query\": \"cut"}` ||
+		seen.Messages[4].Content != "(empty)" {
+		t.Errorf("the brain saw %+v", seen.Messages)
+	}
+}
