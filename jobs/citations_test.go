@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/cite"
 	"github.com/gbresearch/gb/jobs/llm"
@@ -262,5 +265,82 @@ func TestCitationsReviseOutOfBudget(t *testing.T) {
 	default:
 		t.Fatalf("%d steps, %d revisions, citations %+v before %+v, report:\n%s", run.Steps, model.revisions,
 			*run.Citations, *run.CitationsBefore, run.Report)
+	}
+}
+
+// A research on the web: the fake model fetches one page, sees another
+// only as a search result, and writes a report with a claim its page
+// supports, a wrong number, a claim cited to the page it only saw and one
+// cited to an invented URL. flag marks the last three; revise removes them
+// in one more step. The page is the Go memory model's text as the service
+// extracts it (cite/testdata/pages).
+func TestCitationsOnTheWeb(t *testing.T) {
+	mem, err := os.ReadFile(filepath.Join("cite", "testdata", "pages", "go_mem.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, memText, _ := strings.Cut(string(mem), "\n====\n")
+	const memURL, asmURL = "https://go.dev/ref/mem", "https://go.dev/doc/asm"
+	web := &fakeWeb{pages: map[string]string{memURL: memText, asmURL: "The assembler is based on the Plan 9 assemblers."}}
+	report := "# Channels\n\n" +
+		"A send on a channel is synchronized before the completion of the corresponding receive from that channel [1]. " +
+		"Go's memory model follows the approach of Boehm and Adve, published in PLDI 2010 [1].\n\n" +
+		"- The assembler is based on the input style of the Plan 9 assemblers [2].\n" +
+		"- Goroutines start with a 2 KB stack [3].\n\n" +
+		"## Sources\n[1] The Go Memory Model — " + memURL + "\n[2] Assembler — " + asmURL + "\n" +
+		"[3] Stacks — https://go.dev/blog/stacks-2031\n"
+	for _, mode := range []string{jobs.CitationsFlag, jobs.CitationsRevise} {
+		t.Run(mode, func(t *testing.T) {
+			model := &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+				switch {
+				case reviseAsked(req):
+					return llm.Message{Content: "# Channels\n\nA send on a channel is synchronized before the completion of " +
+						"the corresponding receive from that channel [1].\n\n## Sources\n[1] The Go Memory Model — " + memURL + "\n"}, nil
+				case turns(req) == 0:
+					return llm.Message{ToolCalls: []llm.ToolCall{toolCall("web_search", `{"query":"go memory model","max_results":5}`)}}, nil
+				case turns(req) == 1:
+					return llm.Message{ToolCalls: []llm.ToolCall{toolCall("fetch", `{"url":"`+memURL+`"}`)}}, nil
+				}
+				return llm.Message{Content: report}, nil
+			}}
+			pool := dbtest.NewPool(t)
+			b := setupOn(t, pool, setupOpts{noWork: true})
+			startAgent(t, jobs.Deps{Pool: pool, Model: model, Search: web, Fetch: web})
+			run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID,
+				Topic: "How do channels synchronize?", Citations: mode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run = waitEnded(t, pool, run.ID, 30*time.Second)
+			first := cite.Counts{Claims: 4, Supported: 1, Unsupported: 1, Unread: 2}
+			if run.Status != jobs.StatusSucceeded {
+				t.Fatalf("run ended %s: %s", run.Status, run.Error)
+			}
+			if mode == jobs.CitationsFlag {
+				if run.Citations == nil || *run.Citations != first || strings.Count(run.Report, "⚠") != 3 {
+					t.Fatalf("citations %+v, report:\n%s", run.Citations, run.Report)
+				}
+				got, err := jobs.CitationsOf(context.Background(), pool, run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				reasons := map[int]string{}
+				for _, c := range got.Citations {
+					reasons[c.Marker] += c.Reason + ";"
+				}
+				if !strings.Contains(reasons[1], `number "2010"`) || !strings.Contains(reasons[2], "search result") ||
+					!strings.Contains(reasons[3], "never read") {
+					t.Errorf("reasons %v", reasons)
+				}
+				t.Logf("flag: %+v\n%s", *run.Citations, run.Report)
+				return
+			}
+			after := cite.Counts{Claims: 1, Supported: 1}
+			if run.CitationsBefore == nil || *run.CitationsBefore != first || run.Citations == nil || *run.Citations != after ||
+				run.Steps != 4 || strings.Contains(run.Report, "⚠") {
+				t.Fatalf("%d steps, citations before %+v after %+v, report:\n%s", run.Steps, run.CitationsBefore, run.Citations, run.Report)
+			}
+			t.Logf("revise: before %+v, after %+v\n%s", *run.CitationsBefore, *run.Citations, run.Report)
+		})
 	}
 }
