@@ -1,11 +1,14 @@
 package config
 
 import (
+	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gbresearch/gb/infra/bedrock"
+	"github.com/gbresearch/gb/infra/bedrock/conversefake"
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -54,5 +57,32 @@ func TestFromEnvPicksTheBedrockProvider(t *testing.T) {
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Var != EnvModelProvider || !strings.Contains(err.Error(), "must be openai or bedrock") {
 		t.Errorf("unknown provider: %v", err)
+	}
+}
+
+// The settings alone reach Bedrock: the SDK's credentials from the
+// environment, GB_BEDROCK_ENDPOINT and GB_BEDROCK_REGION, a request the
+// Converse fake accepts as signed by them.
+func TestBedrockModelFromTheEnvironmentCallsConverse(t *testing.T) {
+	fake := conversefake.New(conversefake.Config{Region: "eu-west-1"})
+	defer fake.Close()
+	c := fake.Config()
+	t.Setenv("AWS_ACCESS_KEY_ID", c.AccessKeyID)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", c.SecretAccessKey)
+	t.Setenv("AWS_REGION", "us-east-1") // GB_BEDROCK_REGION wins
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
+	cfg, err := FromEnv(env(map[string]string{EnvDatabaseURL: "postgres://x", EnvModelProvider: "bedrock",
+		EnvBedrockRegion: "eu-west-1", bedrock.EnvEndpoint: fake.URL()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cfg.NewModel(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.Complete(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hello"}}})
+	if err != nil || resp.Message.Content != "ok" || fake.Stats().Billed != 1 {
+		t.Fatalf("%+v, %v; stats %+v", resp, err, fake.Stats())
 	}
 }
