@@ -80,12 +80,13 @@ export function timelineView(root, signal) {
 
 // legend names the marks of the timeline.
 function legend() {
-  const item = (color, text, dash) => h('span', { class: 'tl-key' },
+  const item = (color, text, dash, title) => h('span', { class: 'tl-key', title },
     s('svg', { width: 18, height: 10, 'aria-hidden': 'true' },
       dash ? s('line', { x1: 0, y1: 5, x2: 18, y2: 5, stroke: color, 'stroke-width': 2, 'stroke-dasharray': '3 2' })
         : s('rect', { x: 0, y: 1, width: 18, height: 8, fill: color })), ' ' + text);
   return h('span', { class: 'tl-legend muted' }, item(colors.model, 'model'), item(colors.tools, 'tools'),
-    item(colors.other, 'other'), item(colors.park, 'parked', true), item(colors.spawn, 'spawn'),
+    item(colors.other, 'other', false, 'the rest of a step: loading its run, waiting for rate-limit capacity, calls retried, its commit'),
+    item(colors.park, 'parked', true, 'waiting for sub-agents, messages or its owner, with no step running'), item(colors.spawn, 'spawn'),
     item(colors.message, 'message'), item(colors.report, 'report'));
 }
 
