@@ -10,7 +10,8 @@
 // as the API lists them, expands the first step and finds each tool call's
 // arguments and each result as text (the markup as text, nothing run), reads
 // the cut result whole with its button, and checks that the timeline has a
-// lane per agent, a bar per step with model time drawn, and spawn arrows.
+// lane per agent, a bar per step with model time drawn, the root's wait
+// for its sub-agents as a park, and spawns, reports and messages as arrows.
 // Screenshots steps.png and timeline.png go to $SCREENSHOT_DIR. It prints
 // "ok: ..." per check and exits 0 when all pass.
 import { chromium } from 'playwright-core';
@@ -129,19 +130,24 @@ async function run() {
 
   // The timeline: a lane per agent, a bar per step, model and tool time, arrows.
   await page.waitForSelector('#timeline svg.timeline');
-  const tl = await page.$eval('#timeline svg.timeline', (svg) => ({
+  const tl = await page.$eval('#timeline svg.timeline', (svg, root) => ({
     lanes: Array.from(svg.querySelectorAll('g.tl-lane')).map((g) => ({ id: Number(g.dataset.runId), name: g.querySelector('.tl-name').textContent,
       bars: g.querySelectorAll('g.tl-step').length, model: g.querySelectorAll('rect.tl-model').length })),
     spawns: svg.querySelectorAll('line.tl-arrow[data-kind="spawn"]').length,
     reports: svg.querySelectorAll('line.tl-arrow[data-kind="report"]').length,
+    messages: svg.querySelectorAll('line.tl-arrow[data-kind="message"]').length,
+    rootParks: svg.querySelectorAll('g.tl-lane[data-run-id="' + root + '"] line.tl-park').length,
     titles: Array.from(svg.querySelectorAll('g.tl-step > title')).map((t) => t.textContent),
-  }));
+  }), String(rootID));
   check(tl.lanes.length === tree.runs.length && tree.runs.every((r) => tl.lanes.some((l) => l.id === r.id && l.name === (r.name || 'research'))),
     'the timeline has a lane per agent: ' + tl.lanes.map((l) => l.name).join(', '));
   check(tree.runs.every((r) => { const l = tl.lanes.find((x) => x.id === r.id); return l.bars === r.steps && l.model === r.steps; }),
     'each lane has a bar per step, each with its model time: ' + tl.lanes.map((l) => l.name + ' ' + l.bars).join(', '));
   const kids = tree.runs.filter((r) => r.parent_id != null).length;
   check(tl.spawns === kids && tl.reports === kids, 'spawns and reports are arrows between lanes: ' + tl.spawns + ' and ' + tl.reports);
+  const sent = (await api('/v1/gb/research/' + rootID + '/messages')).messages.filter((m) => m.from !== 'user').length;
+  check(tl.messages === sent && sent > 0, 'messages between agents are arrows between lanes: ' + tl.messages);
+  check(tl.rootParks === 1, 'the root\'s wait for its sub-agents is a park in its lane');
   check(tl.titles.every((t) => /step \d+ · .*\nmodel \d+\.\d\d s, tools \d+\.\d\d s/.test(t)), 'each bar tells its step, model and tool time');
   await page.locator('#timeline').screenshot({ path: path.join(shots, 'timeline.png') });
 }
