@@ -108,6 +108,10 @@ type Config struct {
 	// (citations.go: off, flag or revise); "" means revise for a language
 	// model and flag for the offline policy.
 	Citations string
+	// VerifyModel, when set, judges the claims the citation check leaves
+	// weak, one small call each (citations_judge.go); it must be the
+	// default model or one of Deps.Models.
+	VerifyModel string
 }
 
 func (c Config) withDefaults() Config {
@@ -175,6 +179,9 @@ type Agent struct {
 	deadlines *deadlines
 	// tel is the agent's OpenTelemetry instrumentation (telemetry.go).
 	tel *instruments
+	// judgements are the citation judge's verdicts waiting for their
+	// step's transaction, by run and step (citations_judge.go).
+	judgements sync.Map
 
 	// stopping is set once Stop is called: running jobs hand their runs
 	// over after the step they are making.

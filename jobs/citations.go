@@ -87,13 +87,14 @@ func (a *Agent) citeReport(ctx context.Context, tx pgx.Tx, run *Run, step int, r
 		return citeOutcome{}, err
 	}
 	res := cite.Check(report, docs)
+	judgedBy := applyJudgements(res, a.takeJudgements(run.ID, step))
 	round := 0
 	if run.CitationsBefore != nil {
 		round = 1
 	}
 	revise := mode == CitationsRevise && run.IsRoot() && round == 0 && run.Steps < run.MaxSteps &&
 		res.Counts.Unsupported+res.Counts.Unread > 0
-	if err := saveCitations(ctx, tx, run, round, res, revise); err != nil {
+	if err := saveCitations(ctx, tx, run, round, res, revise, judgedBy); err != nil {
 		return citeOutcome{}, err
 	}
 	if revise {
@@ -128,8 +129,14 @@ func treeCitationsMode(ctx context.Context, db DB, run *Run) (string, error) {
 
 // saveCitations records the verdicts of one round and the run's counts;
 // with revise, the counts are those before the revision.
-func saveCitations(ctx context.Context, tx pgx.Tx, run *Run, round int, res *cite.Result, revise bool) error {
+func saveCitations(ctx context.Context, tx pgx.Tx, run *Run, round int, res *cite.Result, revise bool,
+	judgedBy map[[2]int]string) error {
 	rows := citationRows(res)
+	for i, r := range rows {
+		if by, ok := judgedBy[[2]int{r.Claim, r.Marker}]; ok {
+			rows[i].JudgedBy = by
+		}
+	}
 	b := &pgx.Batch{}
 	b.Queue(`DELETE FROM gb_citations WHERE run_id = $1 AND round >= $2`, run.ID, round)
 	for _, r := range rows {
@@ -265,7 +272,7 @@ func (a *Agent) keepDraft(ctx context.Context, tx pgx.Tx, run *Run) (report stri
 		return "", false, err
 	}
 	res := cite.Check(draft, docs)
-	if err := saveCitations(ctx, tx, run, 1, res, false); err != nil {
+	if err := saveCitations(ctx, tx, run, 1, res, false, nil); err != nil {
 		return "", false, err
 	}
 	return cite.Flag(draft, res), true, nil

@@ -256,6 +256,11 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	}
 	c.details.toolTime = time.Since(c.details.toolsFrom) // the tools that ran before the commit
 	c.usage = ans.resp.Usage.Add(readUsage(c.reads))
+	if len(c.reply.ToolCalls) == 0 && !c.goOn {
+		if err := a.judgeReport(ctx, t, step, c.reply.Content); err != nil { // citations_judge.go
+			return false, a.settleThen(ctx, c, func() error { return err })
+		}
+	}
 	if more, err = a.commitStep(ctx, c); err != nil {
 		a.settleUncommitted(ctx, c)
 		return false, err

@@ -87,6 +87,9 @@ const (
 	// unset means revise for a language model and flag for the offline
 	// policy.
 	EnvCitations = "GB_CITATIONS"
+	// EnvVerifyModel names a model (the default or one of GB_MODELS) that
+	// judges the claims the citation check leaves weak; unset: none.
+	EnvVerifyModel = "GB_VERIFY_MODEL"
 )
 
 // Model providers of GB_MODEL_PROVIDER.
@@ -160,6 +163,8 @@ type Config struct {
 	PromptBudget int
 	// Citations is GB_CITATIONS; "" means the agent's default.
 	Citations string
+	// VerifyModel is GB_VERIFY_MODEL: the citation check's judge.
+	VerifyModel string
 	// ModelProvider is GB_MODEL_PROVIDER: ProviderOpenAI or
 	// ProviderBedrock.
 	ModelProvider string
@@ -359,6 +364,7 @@ func (c *Config) readModelTuning(getenv func(string) string) []error {
 		}
 		c.PromptBudget = n
 	}
+	c.VerifyModel = strings.TrimSpace(getenv(EnvVerifyModel))
 	if c.Citations = getenv(EnvCitations); c.Citations != "" && !slices.Contains(jobs.CitationsModes, c.Citations) {
 		errs = append(errs, &Error{EnvCitations, fmt.Sprintf("%q must be off, flag or revise (or unset: revise for a "+
 			"language model, flag for the offline policy)", c.Citations)})
@@ -410,7 +416,7 @@ func (c Config) openAIConfig(model string, logger *slog.Logger) openai.Config {
 func (c Config) Agent() jobs.Config {
 	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens,
 		MaxSubagents: c.MaxSubagents, MaxWorkers: c.MaxWorkers, RateLimits: c.RateLimits, PromptBudget: c.PromptBudget,
-		Citations: c.Citations}
+		Citations: c.Citations, VerifyModel: c.VerifyModel}
 }
 
 // NewWeb returns the web search provider and page fetcher the settings ask

@@ -189,6 +189,27 @@ func judge(claim, n int, byN map[int]Entry, lib *library, f *claimFeatures, opt 
 	return p
 }
 
+// Recount sets each cited claim's verdict to the best of its pairs' and
+// recounts, after a pair's verdict changed (a judge's, for one).
+func (r *Result) Recount() {
+	best := map[int]Verdict{}
+	for _, p := range r.Pairs {
+		if v, ok := best[p.Claim]; !ok || p.Verdict.rank() < v.rank() {
+			best[p.Claim] = p.Verdict
+		}
+	}
+	for i, c := range r.Claims {
+		if v, ok := best[c.Index]; ok && c.Verdict != Uncited {
+			r.Claims[i].Verdict = v
+		}
+	}
+	r.Counts = count(r.Claims)
+}
+
+// StripMarkers is a claim's text without its markers and Markdown
+// emphasis, as the test reads it.
+func StripMarkers(text string) string { return stripMarkup(text) }
+
 // count tallies claims by verdict.
 func count(claims []Claim) Counts {
 	var c Counts
