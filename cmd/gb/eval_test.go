@@ -25,6 +25,7 @@ func TestEvalRegression(t *testing.T) {
 	}
 	t.Setenv("DATABASE_URL", dbtest.NewURL(t))
 	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("GB_CITATIONS", "") // the offline policy's default: check and flag
 	o := &evalOptions{set: filepath.Join("testdata", "eval_regression.yaml"), parallel: 3, timeout: 3 * time.Minute,
 		vs: true, progress: &bytes.Buffer{}, log: filepath.Join(t.TempDir(), "eval.log")}
 	o.b.Prompts = filepath.Join("testdata", "prompts-v2")
@@ -48,7 +49,9 @@ func TestEvalRegression(t *testing.T) {
 			if len(r.Score.Uncited) > 0 {
 				t.Errorf("%s %s does not cite %q:\n%s", label, r.Question, r.Score.Uncited, r.Report)
 			}
-			if c := r.Citations; c != nil && (c.Unsupported > 0 || c.Unread > 0) {
+			if c := r.Citations; c == nil {
+				t.Errorf("%s %s: the run has no citation check", label, r.Question)
+			} else if c.Unsupported > 0 || c.Unread > 0 || (!q.Unanswerable && c.Supported == 0) {
 				t.Errorf("%s %s: citations %+v", label, r.Question, *c)
 			}
 			if r.Agents < 1 || r.Steps < 1 || r.Tokens < 1 {
