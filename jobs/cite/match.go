@@ -147,8 +147,8 @@ func best(t *text, f *claimFeatures, window int) match {
 	for start := 0; start < n; start++ {
 		end := min(start+window, n)
 		missing := 0
-		for k := range req {
-			if !anyOf(hasReq[start:end], k) {
+		for k, it := range req {
+			if !anyOf(hasReq[start:end], k) && !spans(t.sentences[start:end], it) {
 				missing++
 			}
 		}
@@ -173,11 +173,28 @@ func best(t *text, f *claimFeatures, window int) match {
 	}
 	m.passage = clip(strings.Join(parts, " "), maxPassage)
 	for k, it := range req {
-		if !anyOf(hasReq[bestStart:bestEnd], k) {
+		if !anyOf(hasReq[bestStart:bestEnd], k) && !spans(t.sentences[bestStart:bestEnd], it) {
 			m.missing = append(m.missing, it)
 		}
 	}
 	return m
+}
+
+// spans reports whether a quoted phrase or a code span that no single
+// sentence holds runs across two neighbouring ones: a line break of
+// wrapped text (package documentation is wrapped at about 80 columns) cuts
+// a sentence in two, and a phrase with it.
+func spans(run []sentence, it item) bool {
+	if it.kind != itemQuote && it.kind != itemCode {
+		return false
+	}
+	for i := 0; i+1 < len(run); i++ {
+		if it.kind == itemQuote && strings.Contains(run[i].lower+" "+run[i+1].lower, it.text) ||
+			it.kind == itemCode && strings.Contains(collapse(run[i].text+" "+run[i+1].text), it.text) {
+			return true
+		}
+	}
+	return false
 }
 
 func anyOf(rows [][]bool, k int) bool {
