@@ -291,6 +291,10 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if c.FetchPorts, err = fetch.ParsePorts(getenv(fetch.EnvPorts)); err != nil {
 		errs = append(errs, err)
 	}
+	if v := c.VerifyModel; v != "" && v != c.ModelName() && !slices.Contains(c.Models, v) {
+		errs = append(errs, &Error{EnvVerifyModel, fmt.Sprintf("%q is not a model the agent can call: use the default "+
+			"model (%s) or one of GB_MODELS", v, c.ModelName())})
+	}
 	if c.DatabaseURL == "" && c.DatabaseSecretARN == "" {
 		errs = append(errs, &Error{EnvDatabaseURL, "is required (or DATABASE_SECRET_ARN); locally, run infra/pg.sh start"})
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -258,6 +259,20 @@ func TestRateLimitsAndPromptBudget(t *testing.T) {
 		var ce *Error
 		if !errors.As(err, &ce) {
 			t.Errorf("%v: %v, want a config error naming the variable", bad, err)
+		}
+	}
+}
+
+// GB_VERIFY_MODEL names a model the agent can call, or start-up says so.
+func TestFromEnvChecksTheVerifyModel(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{EnvDatabaseURL: "postgres://x", EnvOpenAIKey: "k", EnvModels: "gpt-4o-mini,gpt-4o"}
+	for model, ok := range map[string]bool{"gpt-4o": true, "gpt-4o-mini": true, "gpt-5": false} {
+		e := maps.Clone(base)
+		e[EnvVerifyModel] = model
+		_, err := FromEnv(env(e))
+		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), EnvVerifyModel+`: "gpt-5" is not a model the agent can call`) {
+			t.Errorf("GB_VERIFY_MODEL=%s: %v", model, err)
 		}
 	}
 }
