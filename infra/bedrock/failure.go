@@ -21,9 +21,9 @@ import (
 //     failed or a 2xx body could not be decoded: ErrTransient;
 //   - ThrottlingException and ServiceQuotaExceededException (Bedrock's
 //     on-demand quotas): ErrRateLimited;
-//   - ModelNotReadyException, ModelTimeoutException,
-//     ServiceUnavailableException, InternalServerException, any 5xx and a
-//     408: ErrTransient;
+//   - ModelNotReadyException, ModelTimeoutException, ModelErrorException
+//     (the model failed on this request), ServiceUnavailableException,
+//     InternalServerException, any 5xx and a 408: ErrTransient;
 //   - a ValidationException that says the input is too long for the
 //     model: ErrContextLength;
 //   - AccessDeniedException, ResourceNotFoundException, any other
@@ -64,7 +64,8 @@ func errorKind(code, message string, status int) error {
 	switch code {
 	case "ThrottlingException", "ServiceQuotaExceededException":
 		return llm.ErrRateLimited
-	case "ModelNotReadyException", "ModelTimeoutException", "ServiceUnavailableException", "InternalServerException":
+	case "ModelNotReadyException", "ModelTimeoutException", "ModelErrorException", "ServiceUnavailableException",
+		"InternalServerException":
 		return llm.ErrTransient
 	case "ValidationException":
 		if isContextLength(message) {

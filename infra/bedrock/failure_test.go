@@ -21,6 +21,7 @@ func TestErrorKinds(t *testing.T) {
 		{"ServiceQuotaExceededException", "Your request exceeds the service quota for your account.", 400, llm.ErrRateLimited},
 		{"ModelNotReadyException", "The model is not ready to serve inference requests.", 429, llm.ErrTransient},
 		{"ModelTimeoutException", "The request took too long to process.", 408, llm.ErrTransient},
+		{"ModelErrorException", "The request failed due to an error while processing the model.", 424, llm.ErrTransient},
 		{"ServiceUnavailableException", "The service isn't currently available.", 503, llm.ErrTransient},
 		{"InternalServerException", "An internal server error occurred.", 500, llm.ErrTransient},
 		{"ValidationException", "Input is too long for requested model.", 400, llm.ErrContextLength},
