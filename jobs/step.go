@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -76,8 +75,8 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 	b.Queue(markThinkingSQL, id, t.job.Args.Step)
 	var run *Run
 	var runErr error
-	b.Queue(runByIDSQL, id).QueryRow(func(row pgx.Row) error {
-		run, runErr = scanRun(row)
+	b.Queue(runByIDSQL, id).Query(func(rows pgx.Rows) error {
+		run, runErr = oneRun(rows, nil)
 		return nil
 	})
 	b.Queue(rootLimitsSQL, id).QueryRow(func(row pgx.Row) error {
@@ -414,13 +413,6 @@ func (a *Agent) endAfter(ctx context.Context, job *river.Job[StepArgs], seen *Ru
 		}
 		return completeJob(ctx, tx, job)
 	})
-}
-
-func completeJob(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs]) error {
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-		return fmt.Errorf("error completing job %d: %w", job.ID, err)
-	}
-	return nil
 }
 
 func toolNames(calls []llm.ToolCall) []string {
