@@ -290,3 +290,13 @@ func TestOddConversationsAreSentInConverseShape(t *testing.T) {
 		t.Errorf("the brain saw %+v", seen.Messages)
 	}
 }
+
+// Traces name Bedrock as the provider of its calls (gen_ai.provider.name),
+// not the OpenAI-compatible default.
+func TestDeclaresItsGenAIProvider(t *testing.T) {
+	var m llm.Model = &bedrock.Model{}
+	p, ok := m.(interface{ GenAIProvider() string })
+	if !ok || p.GenAIProvider() != "aws.bedrock" {
+		t.Fatalf("the Bedrock model does not declare gen_ai.provider.name aws.bedrock")
+	}
+}

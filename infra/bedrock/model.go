@@ -92,6 +92,10 @@ func (m *Model) Name() string { return m.name }
 // Profile implements llm.Profiler: the model's window, caps and prices.
 func (m *Model) Profile() llm.Profile { return m.profile }
 
+// GenAIProvider is the OpenTelemetry GenAI conventions' gen_ai.provider.name
+// of Bedrock's models, which the agent's traces record (jobs.GenAIProvider).
+func (m *Model) GenAIProvider() string { return "aws.bedrock" }
+
 // Complete implements llm.Model with one Converse request; it never
 // retries nor waits. Every failure is a *llm.CallError (see failure).
 func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
