@@ -53,8 +53,8 @@ type UsageEstimator interface {
 
 // estimateUsage is the most a request of the run may use: its prompt, as
 // the provider is likely to count it (llm.EstimatePromptTokens, scaled by
-// what the provider counted before), at the uncached rate, and its
-// completion cap. A model with no profile that estimates its own usage
+// what the provider counted before), at its dearest rate (estimateCost),
+// and its completion cap. A model with no profile that estimates its own usage
 // (UsageEstimator) is taken at its word.
 func (a *Agent) estimateUsage(run *Run, req llm.Request) llm.Usage {
 	m := a.modelFor(run)
@@ -67,9 +67,20 @@ func (a *Agent) estimateUsage(run *Run, req llm.Request) llm.Usage {
 	u := llm.Usage{PromptTokens: a.rate.scale(m.Name(), llm.EstimatePromptTokens(req)),
 		CompletionTokens: req.MaxCompletionTokens}
 	if p := profileOf(m); p.Priced {
-		u.CostUSD = p.Price.Cost(u)
+		u.CostUSD = estimateCost(p.Price, u)
 	}
 	return u
+}
+
+// estimateCost prices an estimate at the dearest rate each of its prompt
+// tokens may be billed: the uncached rate, or the cache-write rate when the
+// provider charges more to write its cache (Claude on Bedrock: 1.25 times
+// the input rate), since a call may write its whole prompt to the cache.
+func estimateCost(p llm.Price, u llm.Usage) float64 {
+	if p.CacheWrite > p.Input {
+		u.CacheWriteTokens = u.PromptTokens
+	}
+	return p.Cost(u)
 }
 
 // profileOf is a model's profile, or the defaults of a model that has none.
