@@ -99,7 +99,7 @@ func (a *Agent) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 	b := &pgx.Batch{}
 	b.Queue(lockRootSQL, run.RootID)
 	var recorded bool
-	b.Queue(recordStepSQL, rec.args...).QueryRow(func(row pgx.Row) error {
+	b.Queue(recordStepSQL, rec.args).QueryRow(func(row pgx.Row) error {
 		var notified int64
 		return row.Scan(&recorded, &notified)
 	})
@@ -183,7 +183,7 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 		}
 		var recorded bool
 		var notified int64
-		if err := tx.QueryRow(ctx, recordStepSQL, rec.args...).Scan(&recorded, &notified); err != nil {
+		if err := tx.QueryRow(ctx, recordStepSQL, rec.args).Scan(&recorded, &notified); err != nil {
 			return fmt.Errorf("error recording step %d of run %d: %w", step, run.ID, err)
 		}
 		if !recorded {
@@ -304,7 +304,7 @@ func (a *Agent) continues(ctx context.Context, t *turn) bool {
 
 // record is a step as recordStepSQL records it.
 type record struct {
-	args  []any
+	args  pgx.NamedArgs // recordStepSQL's
 	step  int
 	state string // the state the run is left in
 	usage llm.Usage
@@ -342,10 +342,13 @@ func newRecord(c *stepCommit, run *Run, env *toolEnv, msgs []llm.Message, more b
 		return nil, err
 	}
 	u, cu := c.usage, c.callUse
-	return &record{step: c.step, state: state, usage: u, args: []any{run.ID, c.step, state, b,
-		u.PromptTokens, u.CompletionTokens, u.CostUSD, states, c.call.id, u.CachedPromptTokens,
-		kinds, datas, inputIDs, sources, EventsChannel, at, u.ReasoningTokens,
-		cu.PromptTokens, cu.CompletionTokens, cu.CostUSD, details}}, nil
+	return &record{step: c.step, state: state, usage: u, args: pgx.NamedArgs{"run": run.ID, "step": c.step,
+		"state": state, "messages": b, "states": states, "state_steps": at,
+		"prompt_tokens": u.PromptTokens, "cached_tokens": u.CachedPromptTokens,
+		"completion_tokens": u.CompletionTokens, "reasoning_tokens": u.ReasoningTokens, "cost_usd": u.CostUSD,
+		"call": c.call.id, "call_prompt_tokens": cu.PromptTokens, "call_completion_tokens": cu.CompletionTokens,
+		"call_cost_usd": cu.CostUSD, "event_kinds": kinds, "event_data": datas, "inputs": inputIDs,
+		"sources": sources, "channel": EventsChannel, "details": details}}, nil
 }
 
 // apply brings run up to date with what the record wrote.

@@ -54,58 +54,61 @@ const lockRootSQL = `SELECT id FROM gb_agent_research_runs WHERE id = $1 FOR UPD
 
 // recordStepSQL records a step in one statement, if the run is still at
 // the step before it and still going (not ended, not parked, not deleted):
-// it marks the run at that step, in the state it is left in ($3), with the
-// step's usage added ($5 prompt, $10 of them cached, $6 completion, $17 of
-// them reasoning, $7 dollars: the model call's and its tools'); it inserts
-// the step's messages, the states it went through ($8, in order, each at
-// the step of $16), its events ($11 and $12, in order), the sources its
-// tools read ($14, a JSON array), marks the messages it delivered ($13)
-// read, and settles the model call's ledger row ($9) with the call's own
-// usage ($18 prompt, $19 completion, $20 dollars), keeping with the step
-// its details ($21, stepDetails.encode) and its retries (stepRetriesSQL).
-// It returns whether it recorded the step, and queues a NOTIFY for the tree when a reader holds
-// a live lease on its events (see addEventSQL). The caller holds the
-// tree's root lock.
+// it marks the run at that step, in the state it is left in (@state), with
+// the step's usage added (@prompt_tokens, @cached_tokens of them,
+// @completion_tokens, @reasoning_tokens of them, @cost_usd: the model
+// call's and its tools'); it inserts the step's messages (@messages), the
+// states it went through (@states, in order, each at the step of
+// @state_steps), its events (@event_kinds and @event_data, in order), the
+// sources its tools read (@sources, a JSON array), marks the messages it
+// delivered (@inputs) read, and settles the model call's ledger row
+// (@call) with the call's own usage (@call_prompt_tokens,
+// @call_completion_tokens, @call_cost_usd), keeping with the step its
+// details (@details, stepDetails.encode) and its retries (stepRetriesSQL).
+// It returns whether it recorded the step, and queues a NOTIFY on
+// @channel for the tree when a reader holds a live lease on its events
+// (see addEventSQL). The caller holds the tree's root lock. Its arguments
+// are record.args.
 const recordStepSQL = `WITH run AS (
-		UPDATE gb_agent_research_runs SET steps = $2, state = $3, status = 'working',
+		UPDATE gb_agent_research_runs SET steps = @step, state = @state, status = 'working',
 			started_at = coalesce(started_at, now()), updated_at = now(), wait_names = '{}', wait_call_id = '',
-			prompt_tokens = prompt_tokens + $5, completion_tokens = completion_tokens + $6,
-			cached_tokens = cached_tokens + $10, reasoning_tokens = reasoning_tokens + $17,
-			tokens = tokens + $5 + $6, cost_usd = cost_usd + $7
-		WHERE id = $1 AND steps = $2 - 1 AND status IN ('queued', 'working')
+			prompt_tokens = prompt_tokens + @prompt_tokens, completion_tokens = completion_tokens + @completion_tokens,
+			cached_tokens = cached_tokens + @cached_tokens, reasoning_tokens = reasoning_tokens + @reasoning_tokens,
+			tokens = tokens + @prompt_tokens + @completion_tokens, cost_usd = cost_usd + @cost_usd
+		WHERE id = @run AND steps = @step - 1 AND status IN ('queued', 'working')
 		RETURNING id, root_id, parent_id),
 	step AS (
 		INSERT INTO gb_agent_research_steps (run_id, step, messages, prompt_tokens, completion_tokens, cost_usd,
 			cached_tokens, reasoning_tokens, model, started_at, model_ms, tool_ms, compaction, retries, retry_outcomes,
 			created_at)
-		SELECT id, $2, $4, $5, $6, $7, $10, $17, d.model, d.started_at, d.model_ms, d.tool_ms, d.compaction,
+		SELECT id, @step, @messages, @prompt_tokens, @completion_tokens, @cost_usd, @cached_tokens, @reasoning_tokens, d.model, d.started_at, d.model_ms, d.tool_ms, d.compaction,
 			r.n, r.outcomes, clock_timestamp()
-		FROM run, jsonb_to_record($21::jsonb) AS d(model text, started_at timestamptz, model_ms int, tool_ms int,
+		FROM run, jsonb_to_record(@details::jsonb) AS d(model text, started_at timestamptz, model_ms int, tool_ms int,
 			compaction jsonb), (` + stepRetriesSQL + `) AS r),
 	states AS (
 		INSERT INTO gb_agent_research_states (run_id, state, step)
-		SELECT run.id, u.s, u.n FROM run, unnest($8::text[], $16::int[]) WITH ORDINALITY AS u(s, n, o) ORDER BY u.o),
+		SELECT run.id, u.s, u.n FROM run, unnest(@states::text[], @state_steps::int[]) WITH ORDINALITY AS u(s, n, o) ORDER BY u.o),
 	call AS (
-		UPDATE gb_model_calls SET status = 'settled', prompt_tokens = $18, cached_tokens = $10,
-			completion_tokens = $19, reasoning_tokens = $17, cost_usd = $20, committed = true,
+		UPDATE gb_model_calls SET status = 'settled', prompt_tokens = @call_prompt_tokens, cached_tokens = @cached_tokens,
+			completion_tokens = @call_completion_tokens, reasoning_tokens = @reasoning_tokens, cost_usd = @call_cost_usd, committed = true,
 			outcome = '` + outcomeAnswered + `', settled_at = now()
-		WHERE id = $9 AND status IN ('queued', 'reserved') AND EXISTS (SELECT 1 FROM run)),
+		WHERE id = @call AND status IN ('queued', 'reserved') AND EXISTS (SELECT 1 FROM run)),
 	events AS (
 		INSERT INTO gb_agent_research_events (root_id, run_id, parent_id, kind, data)
 		SELECT run.root_id, run.id, run.parent_id, u.k, u.d
-		FROM run, unnest($11::text[], $12::jsonb[]) WITH ORDINALITY AS u(k, d, o) ORDER BY u.o),
+		FROM run, unnest(@event_kinds::text[], @event_data::jsonb[]) WITH ORDINALITY AS u(k, d, o) ORDER BY u.o),
 	sources AS (
 		INSERT INTO gb_sources (root_id, run_id, step, kind, url, requested_url, title, status, bytes, content_type,
 			error, cached, body)
-		SELECT run.root_id, run.id, $2, x.kind, x.url, x.requested_url, x.title, x.status, x.bytes, x.content_type,
+		SELECT run.root_id, run.id, @step, x.kind, x.url, x.requested_url, x.title, x.status, x.bytes, x.content_type,
 			x.error, x.cached, x.body
-		FROM run, jsonb_to_recordset($14::jsonb) AS x(kind text, url text, requested_url text, title text, status int,
+		FROM run, jsonb_to_recordset(@sources::jsonb) AS x(kind text, url text, requested_url text, title text, status int,
 			bytes bigint, content_type text, error text, cached boolean, body text)),
 	inputs AS (
 		UPDATE gb_messages SET read_at = now()
-		WHERE id = ANY($13::bigint[]) AND read_at IS NULL AND EXISTS (SELECT 1 FROM run))
+		WHERE id = ANY(@inputs::bigint[]) AND read_at IS NULL AND EXISTS (SELECT 1 FROM run))
 	SELECT EXISTS (SELECT 1 FROM run),
-		(SELECT count(pg_notify($15, w.root_id::text)) FROM gb_event_waiters w
+		(SELECT count(pg_notify(@channel, w.root_id::text)) FROM gb_event_waiters w
 		 WHERE w.root_id = (SELECT root_id FROM run) AND w.waiting_until > now())`
 
 // runJobSQL is the condition that the River job j (a table alias) is one
@@ -117,3 +120,31 @@ func runJobSQL(j, id string) string {
 	return "(" + j + ".args->>'run_id')::bigint = " + id + " AND " + j + ".kind IN ('" +
 		StepKind + "', '" + TimeoutKind + "', '" + MessageWakeKind + "')"
 }
+
+// The statements that insert a run; each returns the new run's
+// runColumns.
+
+// insertRootSQL inserts a root research, queued. Its root_id is left out:
+// the gb_runs_root_default trigger sets it to the new id, so this
+// statement calls no sequence function (which would pin an RDS Proxy
+// session). A budget, schedule key or webhook given as zero or empty is
+// stored as NULL.
+const insertRootSQL = `INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
+		max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url, interactive, answer_timeout_s,
+		approve_plan, citations_mode)
+	VALUES (@user, @topic, @model, @dataset, @max_steps, nullif(@max_cost_usd::float8, 0),
+		nullif(@max_tokens::bigint, 0), nullif(@schedule_key, ''), @max_subagents, nullif(@webhook_url, ''),
+		@interactive, @answer_timeout_s, @approve_plan, @citations_mode)
+	RETURNING ` + runColumns
+
+// runByScheduleKeySQL reads the research a schedule key already started.
+const runByScheduleKeySQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE schedule_key = $1"
+
+// insertSubagentSQL inserts a sub-agent of @parent, in @parent's tree
+// (@root), queued, with the tree's sub-agent bound and start time.
+const insertSubagentSQL = `INSERT INTO gb_agent_research_runs
+		(user_id, parent_id, root_id, depth, name, reason, topic, model, dataset, max_steps, agent_type, deadline,
+		 max_subagents, tree_started_at)
+	VALUES (@user, @parent, @root, @depth, @name, @reason, @topic, @model, @dataset, @max_steps, @agent_type,
+		@deadline, @max_subagents, @tree_started_at)
+	RETURNING ` + runColumns

@@ -54,81 +54,81 @@ type DB interface {
 
 // Run is one agent: a root research or a sub-agent.
 type Run struct {
-	ID               int64  `json:"id"`
-	UserID           int64  `json:"-"`
-	ParentID         *int64 `json:"parent_id"`
-	RootID           int64  `json:"root_id"`
-	Depth            int    `json:"depth"`
-	Name             string `json:"name"`
-	Reason           string `json:"reason"`
-	Topic            string `json:"topic"`
-	Model            string `json:"model"`
-	Dataset          string `json:"dataset"`
-	Status           string `json:"status"`
-	State            string `json:"state"`
-	MaxSteps         int    `json:"max_steps"`
-	Steps            int    `json:"steps"`
-	PromptTokens     int64  `json:"prompt_tokens"`
-	CompletionTokens int64  `json:"completion_tokens"`
+	ID               int64  `json:"id" db:"id"`
+	UserID           int64  `json:"-" db:"user_id"`
+	ParentID         *int64 `json:"parent_id" db:"parent_id"`
+	RootID           int64  `json:"root_id" db:"root_id"`
+	Depth            int    `json:"depth" db:"depth"`
+	Name             string `json:"name" db:"name"`
+	Reason           string `json:"reason" db:"reason"`
+	Topic            string `json:"topic" db:"topic"`
+	Model            string `json:"model" db:"model"`
+	Dataset          string `json:"dataset" db:"dataset"`
+	Status           string `json:"status" db:"status"`
+	State            string `json:"state" db:"state"`
+	MaxSteps         int    `json:"max_steps" db:"max_steps"`
+	Steps            int    `json:"steps" db:"steps"`
+	PromptTokens     int64  `json:"prompt_tokens" db:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens" db:"completion_tokens"`
 	// CachedTokens is the part of PromptTokens the provider read from its
 	// prompt cache; ReasoningTokens the part of CompletionTokens a
 	// reasoning model spent thinking.
-	CachedTokens    int64    `json:"cached_tokens"`
-	ReasoningTokens int64    `json:"reasoning_tokens"`
-	Tokens          int64    `json:"tokens"`
-	CostUSD         float64  `json:"cost_usd"`
-	MaxCostUSD      *float64 `json:"max_cost_usd,omitempty"`
-	MaxTokens       *int64   `json:"max_tokens,omitempty"`
+	CachedTokens    int64    `json:"cached_tokens" db:"cached_tokens"`
+	ReasoningTokens int64    `json:"reasoning_tokens" db:"reasoning_tokens"`
+	Tokens          int64    `json:"tokens" db:"tokens"`
+	CostUSD         float64  `json:"cost_usd" db:"cost_usd"`
+	MaxCostUSD      *float64 `json:"max_cost_usd,omitempty" db:"max_cost_usd"`
+	MaxTokens       *int64   `json:"max_tokens,omitempty" db:"max_tokens"`
 	// MaxSubagents bounds the sub-agents of the run's tree.
-	MaxSubagents int `json:"max_subagents"`
+	MaxSubagents int `json:"max_subagents" db:"max_subagents"`
 	// AgentType is a sub-agent's type ("" for a root).
-	AgentType string `json:"agent_type,omitempty"`
+	AgentType string `json:"agent_type,omitempty" db:"agent_type"`
 	// Deadline is when a sub-agent's wall clock runs out (nil: no cap).
-	Deadline *time.Time `json:"deadline,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty" db:"deadline"`
 	// WaitNames and WaitCallID are what a parked wait_subagents waits
 	// for and the call it answers; WaitKind says what the parked call
 	// waits for (waitSubagents or waitMessages), WaitUntil when a message
 	// wait ends, and WaitReadTo the newest message a resumed message wait
 	// delivers. They mean something only while WaitCallID is set.
-	WaitNames  []string   `json:"-"`
-	WaitCallID string     `json:"-"`
-	WaitKind   string     `json:"-"`
-	WaitUntil  *time.Time `json:"-"`
-	WaitReadTo int64      `json:"-"`
+	WaitNames  []string   `json:"-" db:"wait_names"`
+	WaitCallID string     `json:"-" db:"wait_call_id"`
+	WaitKind   string     `json:"-" db:"wait_kind"`
+	WaitUntil  *time.Time `json:"-" db:"wait_until"`
+	WaitReadTo int64      `json:"-" db:"wait_read_to"`
 	// Interactive says a root may ask its owner (ask_owner), and
 	// AnswerTimeoutSeconds how long each question waits for an answer.
-	Interactive          bool `json:"interactive"`
-	AnswerTimeoutSeconds int  `json:"answer_timeout_seconds,omitempty"`
+	Interactive          bool `json:"interactive" db:"interactive"`
+	AnswerTimeoutSeconds int  `json:"answer_timeout_seconds,omitempty" db:"answer_timeout_s"`
 	// Question and AnswerDeadline are the question a root parked on
 	// ask_owner waits on and when it goes on without an answer; set only
 	// while it waits (WaitsForAnswer).
-	Question       string     `json:"question,omitempty"`
-	AnswerDeadline *time.Time `json:"answer_deadline,omitempty"`
+	Question       string     `json:"question,omitempty" db:"question"`
+	AnswerDeadline *time.Time `json:"answer_deadline,omitempty" db:"-"`
 	// answer is what resumed the run's last question: the owner's text,
 	// or nil when its deadline did.
 	answer *string
 	// ApprovePlan says a root must propose its sub-agents (propose_plan)
 	// and have its owner approve them before it spawns; Plan is its last
 	// plan and where it stands (nil before the first proposal).
-	ApprovePlan bool  `json:"approve_plan"`
-	Plan        *Plan `json:"plan,omitempty"`
+	ApprovePlan bool  `json:"approve_plan" db:"approve_plan"`
+	Plan        *Plan `json:"plan,omitempty" db:"-"`
 	// planCallID is the id of the run's last propose_plan call.
 	planCallID string
-	Report     string `json:"report"`
+	Report     string `json:"report" db:"report"`
 	// CitationsMode is what the research does with its report's citations
 	// (citations.go); Citations the counts of the last check of the run's
 	// report (nil before one), CitationsBefore those of the check before
 	// the root revised it.
-	CitationsMode   string       `json:"citations_mode"`
-	Citations       *cite.Counts `json:"citations"`
-	CitationsBefore *cite.Counts `json:"citations_before,omitempty"`
-	Error           string       `json:"error"`
-	CreatedAt       time.Time    `json:"created_at"`
+	CitationsMode   string       `json:"citations_mode" db:"citations_mode"`
+	Citations       *cite.Counts `json:"citations" db:"citations"`
+	CitationsBefore *cite.Counts `json:"citations_before,omitempty" db:"citations_before"`
+	Error           string       `json:"error" db:"error"`
+	CreatedAt       time.Time    `json:"created_at" db:"created_at"`
 	// TreeStartedAt is when the run's tree started (its root's CreatedAt).
-	TreeStartedAt time.Time  `json:"-"`
-	StartedAt     *time.Time `json:"started_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
-	EndedAt       *time.Time `json:"ended_at"`
+	TreeStartedAt time.Time  `json:"-" db:"tree_started_at"`
+	StartedAt     *time.Time `json:"started_at" db:"started_at"`
+	UpdatedAt     time.Time  `json:"updated_at" db:"updated_at"`
+	EndedAt       *time.Time `json:"ended_at" db:"ended_at"`
 }
 
 // Ended reports whether the run has finished, one way or the other.
@@ -166,6 +166,8 @@ func (r *Run) WaitsForPlan() bool {
 // IsRoot reports whether a user started the run (it has no parent).
 func (r *Run) IsRoot() bool { return r.ParentID == nil }
 
+// runColumns are the columns a Run is read from (scanRun), each named by
+// a db tag of Run or of runRow.
 const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic, model, dataset,
 	status, state, max_steps, steps, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
 	tokens, cost_usd::float8,
@@ -178,24 +180,32 @@ const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic,
 // runByIDSQL reads one run.
 const runByIDSQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE id = $1"
 
-func scanRun(row pgx.Row) (*Run, error) {
-	var r Run
-	var planJSON []byte
-	var planState, planNote string
-	err := row.Scan(&r.ID, &r.UserID, &r.ParentID, &r.RootID, &r.Depth, &r.Name, &r.Reason,
-		&r.Topic, &r.Model, &r.Dataset, &r.Status, &r.State, &r.MaxSteps, &r.Steps,
-		&r.PromptTokens, &r.CompletionTokens, &r.CachedTokens, &r.ReasoningTokens, &r.Tokens, &r.CostUSD, &r.MaxCostUSD, &r.MaxTokens,
-		&r.MaxSubagents, &r.AgentType, &r.Deadline, &r.WaitNames, &r.WaitCallID,
-		&r.WaitKind, &r.WaitUntil, &r.WaitReadTo, &r.Interactive, &r.AnswerTimeoutSeconds, &r.Question, &r.answer,
-		&r.ApprovePlan, &planJSON, &planState, &planNote, &r.planCallID,
-		&r.Report, &r.Error, &r.CreatedAt, &r.StartedAt, &r.UpdatedAt, &r.EndedAt, &r.TreeStartedAt,
-		&r.CitationsMode, &r.Citations, &r.CitationsBefore)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrNotFound
-	}
+// lockRunSQL reads one run and locks its row until the transaction ends.
+const lockRunSQL = runByIDSQL + " FOR UPDATE"
+
+// childrenSQL reads the sub-agents of a run, oldest first.
+const childrenSQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE parent_id = $1 ORDER BY id"
+
+// runRow is a row of runColumns: the run, beside the columns it keeps
+// unexported (answer, plan_call_id) or reads into its Plan.
+type runRow struct {
+	Run
+	Answer     *string `db:"answer"`
+	PlanJSON   []byte  `db:"plan"`
+	PlanState  string  `db:"plan_state"`
+	PlanNote   string  `db:"plan_note"`
+	PlanCallID string  `db:"plan_call_id"`
+}
+
+// scanRun reads the current row of a statement that returns runColumns,
+// by column name.
+func scanRun(row pgx.CollectableRow) (*Run, error) {
+	rr, err := pgx.RowToAddrOfStructByName[runRow](row)
 	if err != nil {
 		return nil, fmt.Errorf("error reading run: %w", err)
 	}
+	r := &rr.Run
+	r.answer, r.planCallID = rr.Answer, rr.PlanCallID
 	if r.WaitsForAnswer() {
 		r.AnswerDeadline = r.WaitUntil
 	} else {
@@ -204,42 +214,52 @@ func scanRun(row pgx.Row) (*Run, error) {
 	if !r.Interactive && !r.ApprovePlan {
 		r.AnswerTimeoutSeconds = 0
 	}
-	if r.Plan, err = readPlan(&r, planJSON, planState, planNote); err != nil {
+	if r.Plan, err = readPlan(r, rr.PlanJSON, rr.PlanState, rr.PlanNote); err != nil {
 		return nil, err
 	}
-	return &r, nil
+	return r, nil
+}
+
+// oneRun is the first run of rows (the result of db.Query with err), a
+// statement that returns runColumns; ErrNotFound when it returned none.
+func oneRun(rows pgx.Rows, err error) (*Run, error) {
+	if err != nil {
+		return nil, fmt.Errorf("error reading run: %w", err)
+	}
+	r, err := pgx.CollectOneRow(rows, scanRun)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("error reading run: %w", err)
+	}
+	return r, nil
 }
 
 // GetRun loads a run by id, whoever owns it.
 func GetRun(ctx context.Context, db DB, id int64) (*Run, error) {
-	return scanRun(db.QueryRow(ctx, runByIDSQL, id))
+	return oneRun(db.Query(ctx, runByIDSQL, id))
 }
 
 // lockRun loads a run and locks its row until the transaction ends.
 func lockRun(ctx context.Context, tx pgx.Tx, id int64) (*Run, error) {
-	return scanRun(tx.QueryRow(ctx, "SELECT "+runColumns+" FROM gb_agent_research_runs WHERE id = $1 FOR UPDATE", id))
+	return oneRun(tx.Query(ctx, lockRunSQL, id))
 }
 
 // children lists the sub-agents of a run, oldest first.
 func children(ctx context.Context, db DB, parentID int64) ([]*Run, error) {
-	return queryRuns(ctx, db, "SELECT "+runColumns+" FROM gb_agent_research_runs WHERE parent_id = $1 ORDER BY id", parentID)
+	return queryRuns(ctx, db, childrenSQL, parentID)
 }
 
+// queryRuns runs sql, a statement that returns runColumns, and reads its
+// runs in order (nil when there are none).
 func queryRuns(ctx context.Context, db DB, sql string, args ...any) ([]*Run, error) {
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("error querying runs: %w", err)
 	}
-	defer rows.Close()
-	var runs []*Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
+	runs, err := pgx.AppendRows([]*Run(nil), rows, scanRun)
+	if err != nil {
 		return nil, fmt.Errorf("error querying runs: %w", err)
 	}
 	return runs, nil

@@ -144,7 +144,7 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 			return fmt.Errorf("error locking user: %w", err)
 		}
 		if p.ScheduleKey != "" {
-			existing, err := scanRun(tx.QueryRow(ctx, "SELECT "+runColumns+" FROM gb_agent_research_runs WHERE schedule_key = $1", p.ScheduleKey))
+			existing, err := oneRun(tx.Query(ctx, runByScheduleKeySQL, p.ScheduleKey))
 			if err == nil {
 				run = existing
 				return nil
@@ -175,15 +175,12 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		if p.WebhookURL == "" && userWebhook != nil {
 			p.WebhookURL = *userWebhook
 		}
-		run, err = scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
-				max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url, interactive, answer_timeout_s,
-				approve_plan, citations_mode)
-			VALUES ($1, $2, $3, $4, $5, nullif($6::float8, 0), nullif($7::bigint, 0), nullif($8, ''), $9, nullif($10, ''),
-				$11, $12, $13, $14)
-			RETURNING `+runColumns,
-			p.UserID, p.Topic, a.model.Name(), p.Dataset, p.MaxSteps, p.MaxCostUSD, p.MaxTokens, p.ScheduleKey,
-			a.subagentLimit(userLimit), p.WebhookURL, p.Interactive, cmpOr(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds),
-			p.ApprovePlan, a.citationsModeFor(p.Citations)))
+		run, err = oneRun(tx.Query(ctx, insertRootSQL, pgx.NamedArgs{
+			"user": p.UserID, "topic": p.Topic, "model": a.model.Name(), "dataset": p.Dataset,
+			"max_steps": p.MaxSteps, "max_cost_usd": p.MaxCostUSD, "max_tokens": p.MaxTokens,
+			"schedule_key": p.ScheduleKey, "max_subagents": a.subagentLimit(userLimit), "webhook_url": p.WebhookURL,
+			"interactive": p.Interactive, "answer_timeout_s": cmpOr(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds),
+			"approve_plan": p.ApprovePlan, "citations_mode": a.citationsModeFor(p.Citations)}))
 		if err != nil {
 			return fmt.Errorf("error inserting research: %w", err)
 		}

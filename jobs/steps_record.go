@@ -48,7 +48,7 @@ type stepDetails struct {
 	compaction *Compaction
 }
 
-// encode is the details as recordStepSQL reads them ($21).
+// encode is the details as recordStepSQL reads them (@details).
 func (d stepDetails) encode() (string, error) {
 	tools := d.toolTime
 	v := struct {
@@ -70,10 +70,10 @@ func (d stepDetails) encode() (string, error) {
 }
 
 // stepRetriesSQL counts, for recordStepSQL, the model calls of the step
-// ($1 run, $2 step) other than the one that answered it ($9), with what
+// (@run, @step) other than the one that answered it (@call), with what
 // happened to each as the ledger says: a call still reserved is one whose
 // worker died. Calls queued for capacity and never made are not counted.
 const stepRetriesSQL = `SELECT count(*)::int AS n,
 		coalesce(array_agg(coalesce(nullif(outcome, ''), status) ORDER BY id), '{}') AS outcomes
-	FROM gb_model_calls WHERE run_id = $1 AND step = $2 AND id <> $9
+	FROM gb_model_calls WHERE run_id = @run AND step = @step AND id <> @call
 		AND status IN ('reserved', 'settled', 'released') AND outcome <> 'capacity unused'`

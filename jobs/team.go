@@ -36,26 +36,32 @@ const (
 // that spawned it ended.
 const CancelledByParent = "cancelled: the agent that spawned it ended"
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+var nameRE = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z0-9_-]{1,%d}$`, MaxNameLen))
 
 // SpawnParams are the inputs of a spawn, decoded from spawn_subagent's
-// arguments.
+// arguments and declared as they are (toolargs.go): the maxes are
+// MaxNameLen, MaxReasonLen, MaxTaskLen and MaxMaxSteps, the default step
+// budget DefaultMaxSteps.
 type SpawnParams struct {
-	Name     string `json:"name"`
-	Reason   string `json:"reason"`
-	Task     string `json:"task"`
-	MaxSteps int    `json:"max_steps"`
+	Name     string `json:"name" desc:"letters, digits, - or _; unique among your sub-agents" trim:"true" max:"40"`
+	Reason   string `json:"reason" desc:"why this sub-agent has to exist, in one sentence" trim:"true" max:"300"`
+	Task     string `json:"task" desc:"a self-contained task that says what to bring back" trim:"true" max:"2000"`
+	MaxSteps int    `json:"max_steps" desc:"its step budget" optional:"true" min:"1" max:"40" default:"10"`
 	// Type names the sub-agent's type (DefaultType when empty).
-	Type string `json:"type,omitempty"`
+	Type string `json:"type,omitempty" desc:"the sub-agent's type" optional:"true"`
 	// Model names the sub-agent's model, one the operator allows (its
 	// parent's when empty).
-	Model string `json:"model,omitempty"`
+	Model string `json:"model,omitempty" desc:"the sub-agent's model (default: yours)" optional:"true"`
 }
 
-// check trims the texts and checks them, lengths in characters, and fills
-// the default step budget. A refusal is a toolError.
+// check applies the declaration (trims the texts, checks their lengths in
+// characters and the step budget, fills its default) and checks what it
+// cannot say: the name's letters, a reason and a task given. A refusal
+// is a toolError.
 func (p *SpawnParams) check() error {
-	p.Name, p.Reason, p.Task = strings.TrimSpace(p.Name), strings.TrimSpace(p.Reason), strings.TrimSpace(p.Task)
+	if err := checkFields(p); err != nil {
+		return err
+	}
 	switch {
 	case !nameRE.MatchString(p.Name):
 		return toolErrorf("name must be 1 to %d letters, digits, - or _ (got %q)", MaxNameLen, p.Name)
@@ -64,16 +70,7 @@ func (p *SpawnParams) check() error {
 			"what it covers that you cannot cover cheaply yourself; if you cannot, do not spawn it and do the work yourself")
 	case p.Task == "":
 		return toolErrorf("task is required: a self-contained task that says what to bring back")
-	case p.MaxSteps < 0 || p.MaxSteps > MaxMaxSteps:
-		return toolErrorf("max_steps must be 1 to %d (got %d)", MaxMaxSteps, p.MaxSteps)
 	}
-	if err := checkText("reason", p.Reason, MaxReasonLen); err != nil {
-		return err
-	}
-	if err := checkText("task", p.Task, MaxTaskLen); err != nil {
-		return err
-	}
-	p.MaxSteps = cmpOr(p.MaxSteps, DefaultMaxSteps)
 	return nil
 }
 
@@ -122,12 +119,11 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 		d := time.Now().Add(at.WallClock)
 		deadline = &d
 	}
-	child, err := scanRun(tx.QueryRow(ctx, `INSERT INTO gb_agent_research_runs
-			(user_id, parent_id, root_id, depth, name, reason, topic, model, dataset, max_steps, agent_type, deadline,
-			 max_subagents, tree_started_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+runColumns,
-		parent.UserID, parent.ID, parent.RootID, parent.Depth+1, p.Name, p.Reason, p.Task,
-		model, parent.Dataset, min(p.MaxSteps, at.MaxSteps), at.Name, deadline, parent.MaxSubagents, parent.TreeStartedAt))
+	child, err := oneRun(tx.Query(ctx, insertSubagentSQL, pgx.NamedArgs{
+		"user": parent.UserID, "parent": parent.ID, "root": parent.RootID, "depth": parent.Depth + 1,
+		"name": p.Name, "reason": p.Reason, "topic": p.Task, "model": model, "dataset": parent.Dataset,
+		"max_steps": min(p.MaxSteps, at.MaxSteps), "agent_type": at.Name, "deadline": deadline,
+		"max_subagents": parent.MaxSubagents, "tree_started_at": parent.TreeStartedAt}))
 	if err != nil {
 		return nil, fmt.Errorf("error inserting sub-agent: %w", err)
 	}
@@ -325,11 +321,3 @@ func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) erro
 	return a.enqueueStep(ctx, tx, parent, parent.Steps+1)
 }
 
-// oneLine joins s's whitespace and cuts it to at most n characters.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) > n {
-		return truncateRunes(s, n) + "…"
-	}
-	return s
-}
