@@ -139,14 +139,3 @@ func Sources(ctx context.Context, db DB, run *Run, tree bool) ([]Source, error) 
 	return out, nil
 }
 
-// truncateRunes cuts s to at most n characters.
-func truncateRunes(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
-}

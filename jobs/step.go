@@ -1,13 +1,10 @@
 package jobs
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,8 +72,8 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 	b.Queue(markThinkingSQL, id, t.job.Args.Step)
 	var run *Run
 	var runErr error
-	b.Queue(runByIDSQL, id).Query(func(rows pgx.Rows) error {
-		run, runErr = oneRun(rows, nil)
+	b.Queue(runByIDSQL, id).QueryRow(func(row pgx.Row) error {
+		run, runErr = scanRun(row)
 		return nil
 	})
 	b.Queue(rootLimitsSQL, id).QueryRow(func(row pgx.Row) error {
@@ -350,44 +347,6 @@ func (a *Agent) findings(ctx context.Context, run *Run, why string) (string, err
 	}
 	return "This agent ended before it could write its report (" + why + "). Its sub-agents:\n\n" +
 		formatReports(kids, a.config.MaxReportChars), nil
-}
-
-// encodeMessages encodes a step's messages for the jsonb column, which
-// refuses NUL characters: a model or document that produced one loses it
-// rather than failing the step on every attempt.
-func encodeMessages(msgs []llm.Message) (string, error) {
-	b, err := json.Marshal(msgs)
-	if err != nil {
-		return "", fmt.Errorf("error encoding step messages: %w", err)
-	}
-	if !bytes.Contains(b, []byte(`\u0000`)) {
-		return string(b), nil
-	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return "", fmt.Errorf("error encoding step messages: %w", err)
-	}
-	b, err = json.Marshal(stripNUL(v))
-	if err != nil {
-		return "", fmt.Errorf("error encoding step messages: %w", err)
-	}
-	return string(b), nil
-}
-
-func stripNUL(v any) any {
-	switch x := v.(type) {
-	case string:
-		return strings.ReplaceAll(x, "\x00", "")
-	case []any:
-		for i := range x {
-			x[i] = stripNUL(x[i])
-		}
-	case map[string]any:
-		for k, e := range x {
-			x[k] = stripNUL(e)
-		}
-	}
-	return v
 }
 
 // endAfter ends a run outside a step's normal flow (a failed model call, a

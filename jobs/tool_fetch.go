@@ -107,24 +107,3 @@ func readFetch(ctx context.Context, env *readEnv, raw json.RawMessage) (readResu
 	return readResult{text: untrusted("page "+src.URL, body), sources: []Source{src}}, nil
 }
 
-// pageSlice returns at most size characters of text from offset, and how
-// many characters are left after them.
-func pageSlice(text string, offset, size int) (string, int) {
-	i, start, end := 0, len(text), len(text)
-	for pos := range text {
-		if i == offset {
-			start = pos
-		}
-		if i == offset+size {
-			end = pos
-			break
-		}
-		i++
-	}
-	if start > end {
-		start = end
-	}
-	part := text[start:end]
-	left := utf8.RuneCountInString(text[end:])
-	return part, left
-}
