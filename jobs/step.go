@@ -72,8 +72,8 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 	b.Queue(markThinkingSQL, id, t.job.Args.Step)
 	var run *Run
 	var runErr error
-	b.Queue(runByIDSQL, id).QueryRow(func(row pgx.Row) error {
-		run, runErr = scanRun(row)
+	b.Queue(runByIDSQL, id).Query(func(rows pgx.Rows) error {
+		run, runErr = oneRun(rows, nil)
 		return nil
 	})
 	b.Queue(rootLimitsSQL, id).QueryRow(func(row pgx.Row) error {
