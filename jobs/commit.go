@@ -416,18 +416,3 @@ func (env *toolEnv) readResult(call llm.ToolCall, r *readResult) string {
 	}
 	return r.text
 }
-
-// lockTree locks the root of the run's tree, then the run itself
-// (lockTreeSQL). It returns nil when the run is gone.
-func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error) {
-	runs, err := queryRuns(ctx, tx, lockTreeSQL, []int64{run.RootID, run.ID})
-	if err != nil {
-		return nil, fmt.Errorf("error locking tree %d: %w", run.RootID, err)
-	}
-	for _, r := range runs {
-		if r.ID == run.ID {
-			return r, nil
-		}
-	}
-	return nil, nil
-}

@@ -83,14 +83,7 @@ func (w *wakeWorker) Work(ctx context.Context, job *river.Job[MessageWakeArgs]) 
 // asker; a run that was deleted, ended, resumed by a message or an answer,
 // or parked again since is left alone.
 func (a *Agent) wakeAtDeadline(ctx context.Context, tx pgx.Tx, args MessageWakeArgs) error {
-	seen, err := GetRun(ctx, tx, args.RunID)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	run, err := a.lockTree(ctx, tx, seen)
+	run, err := a.lockTreeByID(ctx, tx, args.RunID)
 	if err != nil || run == nil {
 		return err
 	}

@@ -92,15 +92,8 @@ func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) e
 // needs a repair of the kind asked: status one of statuses and no
 // unfinished job.
 func (a *Agent) lockForRepair(ctx context.Context, tx pgx.Tx, id int64, statuses ...string) (*Run, error) {
-	seen, err := GetRun(ctx, tx, id)
-	if errors.Is(err, ErrNotFound) {
-		return nil, nil // gone meanwhile: nothing to repair
-	}
-	if err != nil {
-		return nil, err
-	}
-	run, err := a.lockTree(ctx, tx, seen)
-	if err != nil || run == nil {
+	run, err := a.lockTreeByID(ctx, tx, id)
+	if err != nil || run == nil { // gone meanwhile: nothing to repair
 		return nil, err
 	}
 	ok := false
@@ -169,15 +162,8 @@ func (a *Agent) repairResume(ctx context.Context, tx pgx.Tx, id int64, res *Main
 // endLost ends a run whose step job was lost with no attempt left, in the
 // caller's transaction, with an error that says so.
 func (a *Agent) endLost(ctx context.Context, tx pgx.Tx, id int64, msg string, res *MaintainResult) error {
-	seen, err := GetRun(ctx, tx, id)
-	if errors.Is(err, ErrNotFound) {
-		return nil // deleted: nothing to end
-	}
-	if err != nil {
-		return err
-	}
-	run, err := a.lockTree(ctx, tx, seen)
-	if err != nil || run == nil || run.Ended() {
+	run, err := a.lockTreeByID(ctx, tx, id)
+	if err != nil || run == nil || run.Ended() { // deleted or ended: nothing to end
 		return err
 	}
 	a.logger.WarnContext(ctx, "ending a run whose step job was lost", "run_id", id, "error", msg)
@@ -225,14 +211,7 @@ func (a *Agent) reconcileReaders(ctx context.Context, tx pgx.Tx, res *MaintainRe
 // forward back, with its tree locked: a resume when its deadline has
 // passed, else a new wake job at the deadline.
 func (a *Agent) repairReader(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
-	seen, err := GetRun(ctx, tx, id)
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	run, err := a.lockTree(ctx, tx, seen)
+	run, err := a.lockTreeByID(ctx, tx, id)
 	if err != nil || run == nil || !parkedWithDeadline(run) {
 		return err
 	}

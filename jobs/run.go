@@ -246,6 +246,37 @@ func lockRun(ctx context.Context, tx pgx.Tx, id int64) (*Run, error) {
 	return oneRun(tx.Query(ctx, lockRunSQL, id))
 }
 
+// lockTree locks the root of the run's tree, then the run itself
+// (lockTreeSQL): the order every writer of a tree takes, so that a tree's
+// writers queue on its root and its event numbers follow its commits. It
+// returns the run as locked, or nil when the run is gone.
+func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error) {
+	runs, err := queryRuns(ctx, tx, lockTreeSQL, []int64{run.RootID, run.ID})
+	if err != nil {
+		return nil, fmt.Errorf("error locking tree %d: %w", run.RootID, err)
+	}
+	for _, r := range runs {
+		if r.ID == run.ID {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
+
+// lockTreeByID locks the tree of the run id, then the run (lockTree),
+// after reading the run unlocked for its root. It returns nil when the run
+// is gone.
+func (a *Agent) lockTreeByID(ctx context.Context, tx pgx.Tx, id int64) (*Run, error) {
+	seen, err := GetRun(ctx, tx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a.lockTree(ctx, tx, seen)
+}
+
 // children lists the sub-agents of a run, oldest first.
 func children(ctx context.Context, db DB, parentID int64) ([]*Run, error) {
 	return queryRuns(ctx, db, childrenSQL, parentID)

@@ -51,19 +51,13 @@ func timedOutError(run *Run) string {
 // completes job when it is set.
 func (a *Agent) endTimedOut(ctx context.Context, runID int64, complete func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		seen, err := GetRun(ctx, tx, runID)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		run, err := a.lockTreeByID(ctx, tx, runID)
+		if err != nil {
 			return err
 		}
-		if seen != nil {
-			run, err := a.lockTree(ctx, tx, seen)
-			if err != nil {
+		if run != nil && !run.Ended() && run.Deadline != nil && !time.Now().Before(*run.Deadline) {
+			if err := a.endRun(ctx, tx, run, StatusTimedOut, "", timedOutError(run), 0); err != nil {
 				return err
-			}
-			if run != nil && !run.Ended() && run.Deadline != nil && !time.Now().Before(*run.Deadline) {
-				if err := a.endRun(ctx, tx, run, StatusTimedOut, "", timedOutError(run), 0); err != nil {
-					return err
-				}
 			}
 		}
 		return complete(tx)
