@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -281,5 +282,5 @@ func notAsking(ctx context.Context, db DB, run *Run) error {
 // answerDeadline is when a question asked now by run goes on without an
 // answer.
 func answerDeadline(run *Run) time.Time {
-	return time.Now().Add(time.Duration(cmpOr(run.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds)) * time.Second)
+	return time.Now().Add(time.Duration(cmp.Or(run.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds)) * time.Second)
 }

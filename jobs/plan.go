@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,7 +177,7 @@ func planResult(run *Run, proposed int) llm.Message {
 		b.WriteString("Your owner approved this plan (as they may have edited it). Spawn exactly these sub-agents " +
 			"with spawn_subagent, by name; each runs the task below:\n")
 		for _, s := range run.Plan.Subagents {
-			fmt.Fprintf(&b, "- %s (%s, %d steps): %s\n", s.Name, cmpOrStr(s.Type, DefaultType), s.MaxSteps, oneLine(s.Task, 300))
+			fmt.Fprintf(&b, "- %s (%s, %d steps): %s\n", s.Name, cmp.Or(s.Type, DefaultType), s.MaxSteps, oneLine(s.Task, 300))
 		}
 	case PlanRejected:
 		b.WriteString("Your owner rejected your plan.")
@@ -194,13 +195,6 @@ func planResult(run *Run, proposed int) llm.Message {
 	}
 	msg.Content = strings.TrimSpace(b.String())
 	return msg
-}
-
-func cmpOrStr(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 // countProposals counts the plans run has proposed.

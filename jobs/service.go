@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -179,7 +180,7 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 			"user": p.UserID, "topic": p.Topic, "model": a.model.Name(), "dataset": p.Dataset,
 			"max_steps": p.MaxSteps, "max_cost_usd": p.MaxCostUSD, "max_tokens": p.MaxTokens,
 			"schedule_key": p.ScheduleKey, "max_subagents": a.subagentLimit(userLimit), "webhook_url": p.WebhookURL,
-			"interactive": p.Interactive, "answer_timeout_s": cmpOr(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds),
+			"interactive": p.Interactive, "answer_timeout_s": cmp.Or(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds),
 			"approve_plan": p.ApprovePlan, "citations_mode": a.citationsModeFor(p.Citations)}))
 		if err != nil {
 			return fmt.Errorf("error inserting research: %w", err)

@@ -138,4 +138,3 @@ func Sources(ctx context.Context, db DB, run *Run, tree bool) ([]Source, error) 
 	}
 	return out, nil
 }
-
