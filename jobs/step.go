@@ -173,98 +173,161 @@ func (t *turn) scanInputs(rows pgx.Rows) error {
 
 // step makes one step of a run: one model call, the tools it asked for, and
 // one transaction that records it all and says what comes next. It returns
-// true when the same job goes on with the run's next step.
+// true when the same job goes on with the run's next step. Its phases:
+// prepare the run, bound the step (stepContext), build the prelude, call
+// the model, turn its answer into the step's record (newStepCommit), run
+// what goes before the commit (beforeCommit), and commit (record).
 func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	started := time.Now()
-	if t.run == nil {
-		if ok, err := a.load(jobCtx, t); err != nil || !ok {
-			return false, err
-		}
-	} else if err := a.loadInputs(jobCtx, t); err != nil {
+	if ok, err := a.prepare(jobCtx, t); err != nil || !ok {
 		return false, err
 	}
-	if err := a.mayStart(jobCtx, t); err != nil {
-		return false, err // a drain's deadline is too near for this step (deadline.go)
-	}
-	run, job := t.run, t.job
-	step := run.Steps + 1
+	step := t.run.Steps + 1
 	if a.observer != nil {
-		a.observer.StepStarted(run.ID, step, started)
+		a.observer.StepStarted(t.run.ID, step, started)
 	}
-	jobCtx, endSpan := a.startStep(jobCtx, run, step)
+	jobCtx, endSpan := a.startStep(jobCtx, t.run, step)
 	defer func() { endSpan(err) }()
-	ctx, cancel := context.WithTimeout(jobCtx, a.config.StepTimeout)
-	defer cancel()
-	if run.Deadline != nil {
-		// Past its wall-clock cap the run ends timed_out (stepWorker.Work).
-		outer := ctx
-		wctx, cancel := context.WithDeadlineCause(ctx, *run.Deadline, errWallClock)
-		defer cancel()
-		defer func() {
-			if err != nil && errors.Is(context.Cause(wctx), errWallClock) && outer.Err() == nil {
-				err = fmt.Errorf("run %d step %d: %w", run.ID, step, errWallClock)
-			}
-		}()
-		ctx = wctx
+	ctx, finish := a.stepContext(jobCtx, t.run, step)
+	defer func() { err = finish(err) }()
+	prelude, inputIDs, err := a.prelude(ctx, t, step)
+	if err != nil {
+		return false, err
 	}
-	var prelude []llm.Message
-	if step == 1 {
-		prelude = append(prelude, llm.Message{Role: llm.RoleUser, Content: run.Topic})
-	}
-	var inputIDs []int64
-	if run.WaitCallID != "" {
-		// The answer to the call the run waited on comes first: a tool
-		// result must follow the assistant message that made the call.
-		msg, ids, err := a.resumeResult(ctx, a.pool, run)
-		if err != nil {
-			return false, err
-		}
-		prelude, inputIDs = append(prelude, msg), ids
-	}
-	prelude = append(prelude, t.inputs...)
-	inputIDs = append(inputIDs, t.inputIDs...)
-	last := step >= run.MaxSteps || revising(t.history) // a revision of the report is a last step (citations.go)
-	conv := append(slices.Clip(t.history), prelude...)
-	ans, err := a.ask(ctx, t, step, conv, last)
+	ans, err := a.callModel(ctx, t, step, prelude)
 	if err != nil || ans == nil {
 		return false, err
 	}
 	a.injectFault(FaultAfterModel)
+	c := newStepCommit(t, step, prelude, inputIDs, ans, started)
+	if stop, err := a.beforeCommit(ctx, c, ans); err != nil || stop {
+		return false, err
+	}
+	return a.record(ctx, c)
+}
+
+// prepare readies the turn for its next step: the job's first step loads
+// the run (load), a later one reads the parent's new inputs. It returns
+// false when there is nothing to do, and an error when a drain's deadline
+// is too near for the step (deadline.go).
+func (a *Agent) prepare(ctx context.Context, t *turn) (bool, error) {
+	if t.run == nil {
+		if ok, err := a.load(ctx, t); err != nil || !ok {
+			return false, err
+		}
+	} else if err := a.loadInputs(ctx, t); err != nil {
+		return false, err
+	}
+	if err := a.mayStart(ctx, t); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// stepContext bounds a step by StepTimeout and by its run's wall-clock
+// cap, past which the run ends timed_out (stepWorker.work). finish
+// releases the context and wraps errWallClock around an error the cap
+// caused.
+func (a *Agent) stepContext(jobCtx context.Context, run *Run, step int) (ctx context.Context, finish func(error) error) {
+	ctx, cancel := context.WithTimeout(jobCtx, a.config.StepTimeout)
+	if run.Deadline == nil {
+		return ctx, func(err error) error { cancel(); return err }
+	}
+	wctx, wcancel := context.WithDeadlineCause(ctx, *run.Deadline, errWallClock)
+	return wctx, func(err error) error {
+		if err != nil && errors.Is(context.Cause(wctx), errWallClock) && ctx.Err() == nil {
+			err = fmt.Errorf("run %d step %d: %w", run.ID, step, errWallClock)
+		}
+		wcancel()
+		cancel()
+		return err
+	}
+}
+
+// prelude is what the model is given after the run's conversation: the
+// topic on the first step, the answer to the call a parked run waited on
+// (a tool result must follow the assistant message that made the call),
+// then the parent's new inputs; inputIDs are the messages it delivers.
+func (a *Agent) prelude(ctx context.Context, t *turn, step int) (prelude []llm.Message, inputIDs []int64, err error) {
+	if step == 1 {
+		prelude = append(prelude, llm.Message{Role: llm.RoleUser, Content: t.run.Topic})
+	}
+	if t.run.WaitCallID != "" {
+		msg, ids, err := a.resumeResult(ctx, a.pool, t.run)
+		if err != nil {
+			return nil, nil, err
+		}
+		prelude, inputIDs = append(prelude, msg), ids
+	}
+	return append(prelude, t.inputs...), append(inputIDs, t.inputIDs...), nil
+}
+
+// callModel asks the model for its reply to the conversation and the
+// prelude (ask.go). The run's last step, or a revision of its report
+// (citations.go), gets no tools. A nil answer with no error means the
+// call ended the run.
+func (a *Agent) callModel(ctx context.Context, t *turn, step int, prelude []llm.Message) (*answer, error) {
+	last := step >= t.run.MaxSteps || revising(t.history)
+	conv := append(slices.Clip(t.history), prelude...)
+	return a.ask(ctx, t, step, conv, last)
+}
+
+// newStepCommit starts the step's record from the model's answer: its
+// reply, sanitized and stripped of tool calls on a last step, and the
+// notes a cut-off or refused reply leaves the model (replyNotes).
+func newStepCommit(t *turn, step int, prelude []llm.Message, inputIDs []int64, ans *answer, started time.Time) *stepCommit {
 	c := &stepCommit{turn: t, step: step, prelude: prelude, inputIDs: inputIDs, call: ans.call, callUse: ans.resp.Usage}
-	c.details = stepDetails{model: ans.call.model, started: started, modelTime: ans.latency, toolsFrom: time.Now(), compaction: t.compaction}
+	c.details = stepDetails{model: ans.call.model, started: started, modelTime: ans.latency, toolsFrom: time.Now(),
+		compaction: t.compaction}
 	c.reply = ans.resp.Message.Sanitized()
 	c.reply.Role = llm.RoleAssistant
 	if ans.last {
 		c.reply.ToolCalls = nil
 	}
 	c.notes, c.goOn = replyNotes(ans, t.history)
+	return c
+}
+
+// beforeCommit does what the step does before its transaction: it ends the
+// run on a second refusal in a row, waits for the messages a read_messages
+// call may wait for, runs the read-only tools, and has the citation judge
+// look at a report (citations_judge.go). It returns true when the step
+// stops there; a step that stops or fails records its paid call first
+// (settleThen).
+func (a *Agent) beforeCommit(ctx context.Context, c *stepCommit, ans *answer) (stop bool, err error) {
+	run := c.turn.run
 	if ans.resp.Refused && c.reply.Content != "" && !c.goOn && !ans.last {
-		// The model declined twice in a row: its refusal ends the run.
-		return false, a.settleThen(ctx, c, func() error {
-			return a.endAfter(ctx, job, run, StatusFailed, "", "the model declined the task: "+c.reply.Content)
+		return true, a.settleThen(ctx, c, func() error {
+			return a.endAfter(ctx, c.turn.job, run, StatusFailed, "", "the model declined the task: "+c.reply.Content)
 		})
 	}
 	if err := a.waitForMessages(ctx, run, c.reply.ToolCalls); err != nil {
-		return false, a.settleThen(ctx, c, func() error { return err })
+		return true, a.settleThen(ctx, c, func() error { return err })
 	}
-	if c.reads, err = a.runReads(ctx, run, step, c.reply.ToolCalls); err != nil {
-		return false, a.settleThen(ctx, c, func() error { return err })
+	if c.reads, err = a.runReads(ctx, run, c.step, c.reply.ToolCalls); err != nil {
+		return true, a.settleThen(ctx, c, func() error { return err })
 	}
 	c.details.toolTime = time.Since(c.details.toolsFrom) // the tools that ran before the commit
 	c.usage = ans.resp.Usage.Add(readUsage(c.reads))
 	if len(c.reply.ToolCalls) == 0 && !c.goOn {
-		if err := a.judgeReport(ctx, t, step, c.reply.Content); err != nil { // citations_judge.go
-			return false, a.settleThen(ctx, c, func() error { return err })
+		if err := a.judgeReport(ctx, c.turn, c.step, c.reply.Content); err != nil {
+			return true, a.settleThen(ctx, c, func() error { return err })
 		}
 	}
+	return false, nil
+}
+
+// record commits the step (commitStep) and tells who listens; a step that
+// does not commit records its paid call on its own (settleUncommitted).
+func (a *Agent) record(ctx context.Context, c *stepCommit) (more bool, err error) {
 	if more, err = a.commitStep(ctx, c); err != nil {
 		a.settleUncommitted(ctx, c)
 		return false, err
 	}
 	a.injectFault(FaultAfterCommit)
-	a.stepCommitted(ctx, run, c.usage)
+	a.stepCommitted(ctx, c.turn.run, c.usage)
 	if a.observer != nil {
-		a.observer.StepCommitted(run.ID, step, time.Now())
+		a.observer.StepCommitted(c.turn.run.ID, c.step, time.Now())
 	}
 	return more, nil
 }
