@@ -31,8 +31,9 @@ const (
 	// SliceDefault is how long a job makes consecutive steps of its run
 	// before it hands the run over to a new step job.
 	SliceDefault = 30 * time.Second
-	// RescueMarginDefault is how long after StepTimeout a job still marked
-	// running is taken for the job of a dead worker and run again.
+	// RescueMarginDefault is how long after a step job's longest life
+	// (StepTimeout plus Slice) a job still marked running is taken for
+	// the job of a worker that is gone and rescued (maintain.go).
 	RescueMarginDefault = 10 * time.Second
 	// MaintainIntervalDefault is how often a working process rescues the
 	// jobs of dead workers and repairs runs with no way forward.
@@ -57,9 +58,12 @@ type Config struct {
 	FetchPollInterval time.Duration
 	// MaxWorkers is how many step jobs one process runs at once.
 	MaxWorkers int
-	// RescueStuckJobsAfter is when a job left running by a dead worker is
-	// made available again; it must exceed a step job's longest life
-	// (StepTimeout plus Slice).
+	// RescueStuckJobsAfter is when the maintenance pass rescues a job still
+	// running, whatever its worker's liveness lock says (a worker that lost
+	// its database); the jobs of a worker that holds no liveness lock are
+	// rescued at once (liveness.go). It must exceed a step job's longest
+	// life (StepTimeout plus Slice); by default it is that plus
+	// RescueMarginDefault.
 	RescueStuckJobsAfter time.Duration
 	// MaxCostUSD and MaxTokens are the tree budgets given to a research that
 	// does not ask for its own; 0 means no budget.
@@ -153,8 +157,9 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Agent runs research agents: it owns the River client that works and
-// inserts step jobs, the model, and the message system.
+// Agent runs research agents, for the whole process: it owns the River
+// client that inserts and works the jobs of steps, wakes, timeouts and
+// webhooks, the models, and the message system.
 type Agent struct {
 	pool      *pgxpool.Pool
 	model     llm.Model
