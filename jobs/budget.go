@@ -14,9 +14,9 @@ import (
 
 // This file keeps a tree within its budget. Before a model call, the step
 // reserves what the call may cost at most (its prompt, estimated and priced
-// at the uncached rate, plus the completion cap it sends) with the tree's
-// root row locked, so concurrent agents cannot all pass one check; the
-// reservation is the call's ledger row (calls.go), which the step's commit
+// at the dearest rate it may be billed, estimateCost, plus the completion
+// cap it sends) with the tree's root row locked, so concurrent agents
+// cannot all pass one check; the reservation is the call's ledger row (calls.go), which the step's commit
 // settles with the call's real usage. A share of the budget is kept apart
 // for the root's closing report: every other call, the sub-agents' and the
 // root's own, must fit in the rest, and what they overspend is taken from
