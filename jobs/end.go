@@ -38,7 +38,7 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 		SET status = $2, state = $3, report = $4, error = $5, ended_at = clock_timestamp(), updated_at = now(),
 		    wait_names = '{}', wait_call_id = '', wait_until = NULL
 		WHERE id = $1`, run.ID, status, state, report, errText)
-	b.Queue(`INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, $2, $3)`, run.ID, state, run.Steps)
+	b.Queue(addStateSQL, stateArgs(run.ID, state, run.Steps))
 	b.Queue(addEventSQL, ev...)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error ending run %d: %w", run.ID, err)
@@ -88,9 +88,8 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errT
 		if err != nil {
 			return fmt.Errorf("error cancelling run %d: %w", v.ID, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'failed', $2)`,
-			v.ID, v.Steps); err != nil {
-			return fmt.Errorf("error recording state: %w", err)
+		if err := addState(ctx, tx, v.ID, StateFailed, v.Steps); err != nil {
+			return err
 		}
 		if err := a.closeInbox(ctx, tx, v.ID); err != nil {
 			return err

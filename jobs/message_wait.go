@@ -145,9 +145,8 @@ func (a *Agent) parkForMessages(ctx context.Context, tx pgx.Tx, run *Run, p *par
 	}
 	run.Status, run.State, run.Steps = StatusWaiting, StateWaiting, step
 	run.WaitCallID, run.WaitKind, run.WaitUntil, run.WaitReadTo = p.callID, waitMessages, &p.until, 0
-	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'waiting', $2)`,
-		run.ID, step); err != nil {
-		return fmt.Errorf("error recording state: %w", err)
+	if err := addState(ctx, tx, run.ID, StateWaiting, step); err != nil {
+		return err
 	}
 	if err := addEvent(ctx, tx, run, EventWaiting, map[string]any{"for": waitMessages, "until": p.until.UTC()}); err != nil {
 		return err
@@ -199,9 +198,8 @@ func (a *Agent) resumeMessageWait(ctx context.Context, tx pgx.Tx, run *Run, by s
 		return fmt.Errorf("error resuming run %d: %w", run.ID, err)
 	}
 	run.Status, run.State = StatusWorking, StateThinking
-	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'thinking', $2)`,
-		run.ID, step+1); err != nil {
-		return fmt.Errorf("error recording state: %w", err)
+	if err := addState(ctx, tx, run.ID, StateThinking, step+1); err != nil {
+		return err
 	}
 	if err := addEvent(ctx, tx, run, EventResumed, map[string]any{"by": by}); err != nil {
 		return err

@@ -100,9 +100,8 @@ func (a *Agent) parkForOwner(ctx context.Context, tx pgx.Tx, run *Run, p *parkRe
 	run.Status, run.State, run.Steps = StatusWaiting, StateInputRequired, step
 	run.WaitCallID, run.WaitKind, run.WaitUntil = p.callID, waitOwner, &p.until
 	run.Question, run.answer = p.question, nil
-	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'input_required', $2)`,
-		run.ID, step); err != nil {
-		return fmt.Errorf("error recording state: %w", err)
+	if err := addState(ctx, tx, run.ID, StateInputRequired, step); err != nil {
+		return err
 	}
 	kind, data := EventInputRequired, map[string]any{"question": p.question, "deadline": p.until.UTC(), "step": step}
 	if p.plan != nil {
@@ -169,9 +168,8 @@ func (a *Agent) resumeOwner(ctx context.Context, tx pgx.Tx, run *Run, reply owne
 		return fmt.Errorf("error resuming run %d: %w", run.ID, err)
 	}
 	run.Status, run.State, run.Question, run.AnswerDeadline, run.answer = StatusWorking, StateThinking, "", nil, reply.answer
-	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'thinking', $2)`,
-		run.ID, step+1); err != nil {
-		return fmt.Errorf("error recording state: %w", err)
+	if err := addState(ctx, tx, run.ID, StateThinking, step+1); err != nil {
+		return err
 	}
 	kind, data := EventAnswered, map[string]any{"by": answeredByDeadline}
 	switch {

@@ -296,16 +296,39 @@ func queryRuns(ctx context.Context, db DB, sql string, args ...any) ([]*Run, err
 	return runs, nil
 }
 
+// addStateSQL adds a row to a run's state history: the run entered
+// @state at @step. It is the history's one insert on its own; three
+// statements insert a row in the same statement as the change of the run
+// it records (markThinkingSQL, setStateSQL and recordStepSQL).
+const addStateSQL = `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES (@run, @state, @step)`
+
+// stateArgs are addStateSQL's arguments, for a batch (pgx.Batch.Queue).
+func stateArgs(runID int64, state string, step int) pgx.NamedArgs {
+	return pgx.NamedArgs{"run": runID, "state": state, "step": step}
+}
+
+// addState adds a row to a run's state history (addStateSQL) in db, the
+// caller's transaction, which changes the run's state itself.
+func addState(ctx context.Context, db DB, runID int64, state string, step int) error {
+	if _, err := db.Exec(ctx, addStateSQL, stateArgs(runID, state, step)); err != nil {
+		return fmt.Errorf("error recording state %s of run %d: %w", state, runID, err)
+	}
+	return nil
+}
+
+// setStateSQL sets a going run's state to @state, if it is in another
+// one, and adds the change to its state history at @step.
+const setStateSQL = `WITH u AS (
+		UPDATE gb_agent_research_runs SET state = @state, updated_at = now()
+		WHERE id = @run AND status NOT IN ('succeeded', 'failed', 'timed_out') AND state <> @state
+		RETURNING id)
+	INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, @state, @step FROM u`
+
 // setState records a state change of a run: its current state and a row of
-// its history. It runs on its own so progress shows while a step works.
+// its history (setStateSQL). It runs on its own so progress shows while a
+// step works.
 func setState(ctx context.Context, db DB, runID int64, state string, step int) error {
-	_, err := db.Exec(ctx, `WITH u AS (
-			UPDATE gb_agent_research_runs SET state = $2, updated_at = now()
-			WHERE id = $1 AND status NOT IN ('succeeded', 'failed', 'timed_out') AND state <> $2
-			RETURNING id)
-		INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, $2, $3 FROM u`,
-		runID, state, step)
-	if err != nil {
+	if _, err := db.Exec(ctx, setStateSQL, stateArgs(runID, state, step)); err != nil {
 		return fmt.Errorf("error recording state %s: %w", state, err)
 	}
 	return nil
@@ -318,9 +341,12 @@ type StateChange struct {
 	At    time.Time `json:"at"`
 }
 
+// statesSQL reads a run's state history, oldest first.
+const statesSQL = "SELECT state, step, at FROM gb_agent_research_states WHERE run_id = $1 ORDER BY id"
+
 // States returns a run's state history, oldest first.
 func States(ctx context.Context, db DB, runID int64) ([]StateChange, error) {
-	rows, err := db.Query(ctx, "SELECT state, step, at FROM gb_agent_research_states WHERE run_id = $1 ORDER BY id", runID)
+	rows, err := db.Query(ctx, statesSQL, runID)
 	if err != nil {
 		return nil, fmt.Errorf("error reading states: %w", err)
 	}

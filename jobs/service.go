@@ -186,8 +186,8 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 			return fmt.Errorf("error inserting research: %w", err)
 		}
 		created = true
-		if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state) VALUES ($1, 'queued')`, run.ID); err != nil {
-			return fmt.Errorf("error recording state: %w", err)
+		if err := addState(ctx, tx, run.ID, StateQueued, 0); err != nil {
+			return err
 		}
 		if err := addEvent(ctx, tx, run, EventQueued, map[string]any{"topic": oneLine(run.Topic, 200)}); err != nil {
 			return err
