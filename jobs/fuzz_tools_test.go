@@ -15,40 +15,12 @@ import (
 // checker is an argument struct with checks of its own after decoding.
 type checker interface{ check() error }
 
-// toolArgs makes, for each tool, a new value of the struct its arguments
-// are decoded into. wait_subagents and cancel_subagent decode into local
-// structs of team.go, mirrored here.
-var toolArgs = map[string]func() any{
-	toolSearch:        func() any { return new(searchArgs) },
-	toolRead:          func() any { return new(readArgs) },
-	toolRemember:      func() any { return new(rememberArgs) },
-	toolSpawnSubagent: func() any { return new(SpawnParams) },
-	toolListSiblings:  func() any { return new(struct{}) },
-	toolSendMessage:   func() any { return new(sendMessageArgs) },
-	toolReadMessages:  func() any { return new(readMessagesArgs) },
-	toolWebSearch:     func() any { return new(webSearchArgs) },
-	toolFetch:         func() any { return new(fetchArgs) },
-	toolReadReport:    func() any { return new(readReportArgs) },
-	toolSendInput:     func() any { return new(sendInputArgs) },
-	toolAskOwner:      func() any { return new(askOwnerArgs) },
-	toolProposePlan:   func() any { return new(proposePlanArgs) },
-	toolWaitSubagents: func() any {
-		return new(struct {
-			Names []string `json:"names"`
-		})
-	},
-	toolCancelSubagent: func() any {
-		return new(struct {
-			Name string `json:"name"`
-		})
-	},
-}
-
 // parseToolArgs is what a tool does with its arguments before it touches
-// the database: the shared decoding, then the struct's own checks.
+// the database: the shared decoding into the struct its registry entry
+// declares, then the struct's own checks.
 func parseToolArgs(name string, raw []byte) (any, error) {
-	v := toolArgs[name]()
-	if err := decodeArgs(raw, v, "{...}"); err != nil {
+	v := reflect.New(reflect.TypeOf(tools[name].args)).Interface()
+	if err := decodeArgs(raw, v); err != nil {
 		return v, err
 	}
 	if c, ok := v.(checker); ok {
@@ -64,13 +36,13 @@ func parseToolArgs(name string, raw []byte) (any, error) {
 //
 //	go test -run XXX -fuzz FuzzToolArgs -fuzztime 20s ./jobs/
 func FuzzToolArgs(f *testing.F) {
-	for name := range tools {
-		if toolArgs[name] == nil {
-			f.Fatalf("tool %s has no entry in toolArgs", name)
+	for name, tl := range tools {
+		if tl.args == nil {
+			f.Fatalf("tool %s declares no arguments", name)
 		}
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		for name := range toolArgs {
+		for name := range tools {
 			v, err := parseToolArgs(name, raw)
 			if err != nil {
 				if !IsToolError(err) {
@@ -86,6 +58,9 @@ func FuzzToolArgs(f *testing.F) {
 			}
 			if msg := overLimit(v); msg != "" {
 				t.Fatalf("%s: %q: accepted arguments %+v: %s", name, raw, v, msg)
+			}
+			if err := checkFields(v); err != nil {
+				t.Fatalf("%s: %q: accepted arguments %+v break their declaration: %v", name, raw, v, err)
 			}
 		}
 	})
@@ -120,6 +95,10 @@ func overLimit(v any) string {
 		if n := runes(a.Question); n == 0 || n > MaxQuestionLen {
 			return "question out of range"
 		}
+	case *webSearchArgs:
+		if n := runes(a.Query); n == 0 || n > 400 || a.MaxResults < 1 || a.MaxResults > 10 {
+			return "query or max_results out of range"
+		}
 	}
 	return ""
 }
@@ -129,7 +108,7 @@ func TestDecodeArgs(t *testing.T) {
 		tool, raw, want string // want "" means accepted
 	}{
 		{toolSearch, `{"query":"tides"}`, ""},
-		{toolSearch, `{"query": "tidal ener`, "invalid arguments (not valid JSON: unexpected end of JSON input); expected {...}"},
+		{toolSearch, `{"query": "tidal ener`, `invalid arguments (not valid JSON: unexpected end of JSON input); expected {"query": "...", "limit": 1..10}`},
 		{toolSearch, `{"query":"a"} {"query":"b"}`, "invalid arguments (not valid JSON: invalid character '{' after top-level value)"},
 		{toolSearch, `["tides"]`, "invalid arguments (not a JSON object)"},
 		{toolSearch, `null`, "invalid arguments (not a JSON object)"},

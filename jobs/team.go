@@ -43,7 +43,7 @@ var nameRE = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z0-9_-]{1,%d}$`, MaxNameLen)
 // MaxNameLen, MaxReasonLen, MaxTaskLen and MaxMaxSteps, the default step
 // budget DefaultMaxSteps.
 type SpawnParams struct {
-	Name     string `json:"name" desc:"letters, digits, - or _; unique among your sub-agents" trim:"true" max:"40"`
+	Name     string `json:"name" desc:"letters, digits, - or _; unique among your sub-agents" trim:"true" min:"1" max:"40" check:"tool"`
 	Reason   string `json:"reason" desc:"why this sub-agent has to exist, in one sentence" trim:"true" max:"300"`
 	Task     string `json:"task" desc:"a self-contained task that says what to bring back" trim:"true" max:"2000"`
 	MaxSteps int    `json:"max_steps" desc:"its step budget" optional:"true" min:"1" max:"40" default:"10"`

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -28,9 +27,8 @@ func init() {
 		spec: llm.ToolSpec{Name: toolAskOwner,
 			Description: "Ask the person who started this research one short question and wait for the answer, " +
 				"which may take hours; at the question's deadline you are told that no answer came. " +
-				"Only for a question whose answer changes the research.",
-			Parameters: schema(`{"type":"object","properties":{"question":{"type":"string","minLength":1,"maxLength":2000}},` +
-				`"required":["question"],"additionalProperties":false}`)},
+				"Only for a question whose answer changes the research."},
+		args:  askOwnerArgs{},
 		state: StateInputRequired,
 		run:   runAskOwner,
 	})
@@ -40,23 +38,15 @@ func init() {
 // with interactive.
 func asksOwner(run *Run) bool { return run.IsRoot() && run.Interactive }
 
-// askOwnerArgs are the arguments of ask_owner.
+// askOwnerArgs are the arguments of ask_owner; question's max is
+// MaxQuestionLen.
 type askOwnerArgs struct {
-	Question string `json:"question"`
-}
-
-// check trims the question and checks it: 1 to MaxQuestionLen characters.
-func (a *askOwnerArgs) check() error {
-	a.Question = strings.TrimSpace(a.Question)
-	return checkText("question", a.Question, MaxQuestionLen)
+	Question string `json:"question" desc:"one short question" trim:"true" min:"1" max:"2000"`
 }
 
 func runAskOwner(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
 	var args askOwnerArgs
-	if err := decodeArgs(raw, &args, `{"question": "one short question"}`); err != nil {
-		return "", err
-	}
-	if err := args.check(); err != nil {
+	if err := decodeArgs(raw, &args); err != nil {
 		return "", err
 	}
 	if env.park != nil {

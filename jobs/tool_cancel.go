@@ -13,19 +13,21 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolCancelSubagent,
-			Description: "End one of your sub-agents (and its own sub-agents) now, when its work is no longer needed.",
-			Parameters: schema(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],` +
-				`"additionalProperties":false}`)},
+			Description: "End one of your sub-agents (and its own sub-agents) now, when its work is no longer needed."},
+		args:  cancelArgs{},
 		state: StateSpawning,
 		run:   runCancelSubagent,
 	})
 }
 
+// cancelArgs are the arguments of cancel_subagent.
+type cancelArgs struct {
+	Name string `json:"name" desc:"the sub-agent's name"`
+}
+
 func runCancelSubagent(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		Name string `json:"name"`
-	}
-	if err := decodeArgs(raw, &args, `{"name": "..."}`); err != nil {
+	var args cancelArgs
+	if err := decodeArgs(raw, &args); err != nil {
 		return "", err
 	}
 	kids, err := awaitedChildren(ctx, env.tx, env.run, []string{args.Name})

@@ -14,15 +14,18 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolListSiblings,
-			Description: "List your siblings (the other sub-agents of your parent): name, whether they still work, and why each was started.",
-			Parameters:  schema(`{"type":"object","properties":{},"additionalProperties":false}`)},
+			Description: "List your siblings (the other sub-agents of your parent): name, whether they still work, and why each was started."},
+		args:  noArgs{},
 		state: StateMessaging,
 		run:   runListSiblings,
 	})
 }
 
+// noArgs are the arguments of a tool that takes none.
+type noArgs struct{}
+
 func runListSiblings(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	if err := decodeArgs(raw, &struct{}{}, "{}"); err != nil {
+	if err := decodeArgs(raw, &noArgs{}); err != nil {
 		return "", err
 	}
 	sibs, err := siblings(ctx, env.tx, env.run)

@@ -15,30 +15,23 @@ func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolProposePlan,
 			Description: "Propose the sub-agents you mean to spawn and wait for the decision of the person who started " +
-				"this research, which may take hours. You may spawn only what they approve.",
-			Parameters: schema(`{"type":"object","properties":{"subagents":{"type":"array","minItems":1,"maxItems":5,` +
-				`"items":{"type":"object","properties":{` +
-				`"name":{"type":"string","description":"1 to 40 letters, digits, - or _"},` +
-				`"reason":{"type":"string","description":"why this sub-agent has to exist, in one sentence"},` +
-				`"task":{"type":"string","description":"a self-contained task that says what to bring back"},` +
-				`"type":{"type":"string"},"max_steps":{"type":"integer","minimum":1,"maximum":40}},` +
-				`"required":["name","reason","task"],"additionalProperties":false}}},` +
-				`"required":["subagents"],"additionalProperties":false}`)},
+				"this research, which may take hours. You may spawn only what they approve."},
+		args:  proposePlanArgs{},
 		state: StateInputRequired,
 		run:   runProposePlan,
 	})
 }
 
-// proposePlanArgs are the arguments of propose_plan.
+// proposePlanArgs are the arguments of propose_plan; the most sub-agents
+// is MaxSubagentsPerAgent, or fewer when the research allows fewer
+// (checkPlan), and each is checked as spawn_subagent's arguments are.
 type proposePlanArgs struct {
-	Subagents []SpawnParams `json:"subagents"`
+	Subagents []SpawnParams `json:"subagents" desc:"the sub-agents you mean to spawn" min:"1" max:"5"`
 }
-
-const proposePlanShape = `{"subagents": [{"name": "...", "reason": "...", "task": "...", "type": "researcher", "max_steps": 1..40}]}`
 
 func runProposePlan(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
 	var args proposePlanArgs
-	if err := decodeArgs(raw, &args, proposePlanShape); err != nil {
+	if err := decodeArgs(raw, &args); err != nil {
 		return "", err
 	}
 	if env.park != nil {

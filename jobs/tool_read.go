@@ -19,9 +19,9 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolRead,
-			Description: "Read one document of the knowledge base by its id (from search), 12000 characters at a time from offset.",
-			Parameters: schema(`{"type":"object","properties":{"id":{"type":"integer"},` +
-				`"offset":{"type":"integer","minimum":0,"description":"character to read from (default 0)"}},"required":["id"],"additionalProperties":false}`)},
+			Description: fmt.Sprintf("Read one document of the knowledge base by its id (from search), "+
+				"%d characters at a time from offset.", kb.MaxReadLen)},
+		args:  readArgs{},
 		state: StateReading,
 		read:  readDocument,
 	})
@@ -32,26 +32,13 @@ const notePrefix = "note:"
 
 // readArgs are the arguments of read.
 type readArgs struct {
-	ID     int64 `json:"id"`
-	Offset int   `json:"offset"`
-}
-
-const readShape = `{"id": document id, "offset": 0}`
-
-// check checks the offset.
-func (a *readArgs) check() error {
-	if a.Offset < 0 {
-		return toolErrorf("offset must be 0 or more (got %d)", a.Offset)
-	}
-	return nil
+	ID     int64 `json:"id" desc:"the document's id, from search"`
+	Offset int   `json:"offset" desc:"character to read from" optional:"true" min:"0" default:"0"`
 }
 
 func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readResult, error) {
 	var args readArgs
-	if err := decodeArgs(raw, &args, readShape); err != nil {
-		return readResult{}, err
-	}
-	if err := args.check(); err != nil {
+	if err := decodeArgs(raw, &args); err != nil {
 		return readResult{}, err
 	}
 	d, total, err := kb.ReadAt(ctx, env.agent.pool, env.run.Dataset, args.ID, args.Offset)

@@ -21,37 +21,24 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolReadMessages,
-			Description: "Read the messages your siblings sent you since your last read, oldest first; optionally wait up to wait_seconds for the first.",
-			Parameters: schema(`{"type":"object","properties":{"wait_seconds":{"type":"integer","minimum":0,"maximum":60}},` +
-				`"additionalProperties":false}`)},
+			Description: "Read the messages your siblings sent you since your last read, oldest first; optionally wait up to wait_seconds for the first."},
+		args:  readMessagesArgs{},
 		state: StateMessaging,
 		run:   runReadMessages,
 	})
 }
 
-// readMessagesArgs are the arguments of read_messages.
+// readMessagesArgs are the arguments of read_messages; wait_seconds' max
+// is MaxWaitSeconds.
 type readMessagesArgs struct {
-	WaitSeconds int `json:"wait_seconds"`
-}
-
-const readMessagesShape = `{"wait_seconds": 0..60}`
-
-// check checks the wait.
-func (a *readMessagesArgs) check() error {
-	if a.WaitSeconds < 0 || a.WaitSeconds > MaxWaitSeconds {
-		return toolErrorf("wait_seconds must be 0 to %d", MaxWaitSeconds)
-	}
-	return nil
+	WaitSeconds int `json:"wait_seconds" desc:"how long to wait for a first message when none is unread" optional:"true" min:"0" max:"60" default:"0"`
 }
 
 // parseReadMessages decodes and checks read_messages' arguments, for the
 // tool and for the wait before its step's transaction alike.
 func parseReadMessages(raw json.RawMessage) (readMessagesArgs, error) {
 	var args readMessagesArgs
-	if err := decodeArgs(raw, &args, readMessagesShape); err != nil {
-		return args, err
-	}
-	return args, args.check()
+	return args, decodeArgs(raw, &args)
 }
 
 func runReadMessages(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {

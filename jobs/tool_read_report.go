@@ -16,9 +16,8 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolReadReport,
-			Description: "Read the report of one of your sub-agents from offset, when wait_subagents showed it cut.",
-			Parameters: schema(`{"type":"object","properties":{"name":{"type":"string"},` +
-				`"offset":{"type":"integer","minimum":0}},"required":["name"],"additionalProperties":false}`)},
+			Description: "Read the report of one of your sub-agents from offset, when wait_subagents showed it cut."},
+		args:  readReportArgs{},
 		state: StateReading,
 		read:  readReport,
 	})
@@ -26,26 +25,13 @@ func init() {
 
 // readReportArgs are the arguments of read_report.
 type readReportArgs struct {
-	Name   string `json:"name"`
-	Offset int    `json:"offset"`
-}
-
-const readReportShape = `{"name": "sub-agent name", "offset": 0}`
-
-// check checks the offset.
-func (a *readReportArgs) check() error {
-	if a.Offset < 0 {
-		return toolErrorf("offset must be 0 or more (got %d)", a.Offset)
-	}
-	return nil
+	Name   string `json:"name" desc:"the sub-agent's name"`
+	Offset int    `json:"offset" desc:"character to read from" optional:"true" min:"0" default:"0"`
 }
 
 func readReport(ctx context.Context, env *readEnv, raw json.RawMessage) (readResult, error) {
 	var args readReportArgs
-	if err := decodeArgs(raw, &args, readReportShape); err != nil {
-		return readResult{}, err
-	}
-	if err := args.check(); err != nil {
+	if err := decodeArgs(raw, &args); err != nil {
 		return readResult{}, err
 	}
 	kids, err := awaitedChildren(ctx, env.agent.pool, env.run, []string{args.Name})

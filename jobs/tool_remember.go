@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/gbresearch/gb/jobs/kb"
 	"github.com/gbresearch/gb/jobs/llm"
@@ -15,38 +14,23 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolRemember,
-			Description: "Store a short note of a finding, with its source, in the knowledge base, where the other agents of this research find it.",
-			Parameters: schema(`{"type":"object","properties":{"title":{"type":"string","description":"at most 200 characters"},` +
-				`"text":{"type":"string","description":"at most 10000 characters"}},` +
-				`"required":["title","text"],"additionalProperties":false}`)},
+			Description: "Store a short note of a finding, with its source, in the knowledge base, where the other agents of this research find it."},
+		args:  rememberArgs{},
 		state: StateWriting,
 		run:   runRemember,
 	})
 }
 
-// rememberArgs are the arguments of remember.
+// rememberArgs are the arguments of remember; their maxes are
+// kb.MaxTitleLen and kb.MaxNoteLen, which kb.Remember holds to.
 type rememberArgs struct {
-	Title string `json:"title"`
-	Text  string `json:"text"`
-}
-
-const rememberShape = `{"title": "...", "text": "..."}`
-
-// check trims the title and the text and checks their lengths.
-func (a *rememberArgs) check() error {
-	a.Title, a.Text = strings.TrimSpace(a.Title), strings.TrimSpace(a.Text)
-	if err := checkText("title", a.Title, kb.MaxTitleLen); err != nil {
-		return err
-	}
-	return checkText("text", a.Text, kb.MaxNoteLen)
+	Title string `json:"title" desc:"the note's title" trim:"true" min:"1" max:"200"`
+	Text  string `json:"text" desc:"the finding and its source" trim:"true" min:"1" max:"10000"`
 }
 
 func runRemember(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
 	var args rememberArgs
-	if err := decodeArgs(raw, &args, rememberShape); err != nil {
-		return "", err
-	}
-	if err := args.check(); err != nil {
+	if err := decodeArgs(raw, &args); err != nil {
 		return "", err
 	}
 	id, err := kb.Remember(ctx, env.tx, env.run.Dataset, env.run.ID, args.Title, args.Text)

@@ -15,38 +15,31 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolSearch,
-			Description: "Search the knowledge base of this research. Returns ranked documents with id, title, source and a snippet.",
-			Parameters: schema(`{"type":"object","properties":{"query":{"type":"string","description":"keywords, at most 500 characters and 32 words"},` +
-				`"limit":{"type":"integer","minimum":1,"maximum":10}},"required":["query"],"additionalProperties":false}`)},
+			Description: "Search the knowledge base of this research. Returns ranked documents with id, title, source and a snippet."},
+		args:  searchArgs{},
 		state: StateSearching,
 		read:  readSearch,
 	})
 }
 
-// searchArgs are the arguments of search.
+// searchArgs are the arguments of search; their maxes are kb.MaxQueryLen
+// and kb.MaxResults, and a query has at most kb.MaxQueryTerms words.
 type searchArgs struct {
-	Query string `json:"query"`
-	Limit int    `json:"limit"`
+	Query string `json:"query" desc:"keywords, at most 32 words" trim:"true" min:"1" max:"500"`
+	Limit int    `json:"limit" desc:"how many documents" optional:"true" min:"1" max:"10" default:"5"`
 }
 
-const searchShape = `{"query": "keywords", "limit": 1..10}`
-
-// check trims the query, checks it and fills the default limit.
+// check checks the query's words, as kb.Search would.
 func (a *searchArgs) check() error {
-	a.Query = strings.TrimSpace(a.Query)
 	if err := kb.CheckQuery(a.Query); err != nil {
 		return &toolError{msg: err.Error()}
 	}
-	if a.Limit < 0 || a.Limit > kb.MaxResults {
-		return toolErrorf("limit must be 1 to %d", kb.MaxResults)
-	}
-	a.Limit = cmpOr(a.Limit, 5)
 	return nil
 }
 
 func readSearch(ctx context.Context, env *readEnv, raw json.RawMessage) (readResult, error) {
 	var args searchArgs
-	if err := decodeArgs(raw, &args, searchShape); err != nil {
+	if err := decodeArgs(raw, &args); err != nil {
 		return readResult{}, err
 	}
 	if err := args.check(); err != nil {

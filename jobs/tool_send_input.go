@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -18,34 +17,23 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolSendInput,
-			Description: "Send a follow-up to one of your working sub-agents; it sees it at the start of its next step.",
-			Parameters: schema(`{"type":"object","properties":{"name":{"type":"string"},` +
-				`"text":{"type":"string","description":"at most 10000 characters"}},"required":["name","text"],"additionalProperties":false}`)},
+			Description: "Send a follow-up to one of your working sub-agents; it sees it at the start of its next step."},
+		args:  sendInputArgs{},
 		state: StateMessaging,
 		run:   runSendInput,
 	})
 }
 
-// sendInputArgs are the arguments of send_input.
+// sendInputArgs are the arguments of send_input; text's max is
+// MaxMessageLen.
 type sendInputArgs struct {
-	Name string `json:"name"`
-	Text string `json:"text"`
-}
-
-const sendInputShape = `{"name": "sub-agent name", "text": "..."}`
-
-// check trims the text and checks its length.
-func (a *sendInputArgs) check() error {
-	a.Text = strings.TrimSpace(a.Text)
-	return checkText("text", a.Text, MaxMessageLen)
+	Name string `json:"name" desc:"the sub-agent's name"`
+	Text string `json:"text" desc:"the follow-up" trim:"true" min:"1" max:"10000"`
 }
 
 func runSendInput(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
 	var args sendInputArgs
-	if err := decodeArgs(raw, &args, sendInputShape); err != nil {
-		return "", err
-	}
-	if err := args.check(); err != nil {
+	if err := decodeArgs(raw, &args); err != nil {
 		return "", err
 	}
 	kids, err := awaitedChildren(ctx, env.tx, env.run, []string{args.Name})

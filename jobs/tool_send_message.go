@@ -16,34 +16,23 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolSendMessage,
-			Description: "Send a short message to a sibling by name. Returns at once; it does not wait for a reply.",
-			Parameters: schema(`{"type":"object","properties":{"to":{"type":"string"},` +
-				`"text":{"type":"string","description":"at most 10000 characters"}},"required":["to","text"],"additionalProperties":false}`)},
+			Description: "Send a short message to a sibling by name. Returns at once; it does not wait for a reply."},
+		args:  sendMessageArgs{},
 		state: StateMessaging,
 		run:   runSendMessage,
 	})
 }
 
-// sendMessageArgs are the arguments of send_message.
+// sendMessageArgs are the arguments of send_message; text's max is
+// MaxMessageLen.
 type sendMessageArgs struct {
-	To   string `json:"to"`
-	Text string `json:"text"`
-}
-
-const sendMessageShape = `{"to": "sibling name", "text": "..."}`
-
-// check trims the text and checks its length.
-func (a *sendMessageArgs) check() error {
-	a.Text = strings.TrimSpace(a.Text)
-	return checkText("text", a.Text, MaxMessageLen)
+	To   string `json:"to" desc:"the sibling's name"`
+	Text string `json:"text" desc:"the message" trim:"true" min:"1" max:"10000"`
 }
 
 func runSendMessage(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
 	var args sendMessageArgs
-	if err := decodeArgs(raw, &args, sendMessageShape); err != nil {
-		return "", err
-	}
-	if err := args.check(); err != nil {
+	if err := decodeArgs(raw, &args); err != nil {
 		return "", err
 	}
 	if args.To == env.run.Name {

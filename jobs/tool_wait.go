@@ -12,19 +12,21 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolWaitSubagents,
-			Description: "Wait until the named sub-agents (default: all of yours) have ended and get their reports, or their errors.",
-			Parameters: schema(`{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"}}},` +
-				`"additionalProperties":false}`)},
+			Description: "Wait until the named sub-agents (default: all of yours) have ended and get their reports, or their errors."},
+		args:  waitArgs{},
 		state: StateWaiting,
 		run:   runWait,
 	})
 }
 
+// waitArgs are the arguments of wait_subagents.
+type waitArgs struct {
+	Names []string `json:"names" desc:"the sub-agents to wait for (default: all of yours)" optional:"true"`
+}
+
 func runWait(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, error) {
-	var args struct {
-		Names []string `json:"names"`
-	}
-	if err := decodeArgs(raw, &args, `{"names": ["name", ...]} or {}`); err != nil {
+	var args waitArgs
+	if err := decodeArgs(raw, &args); err != nil {
 		return "", err
 	}
 	awaited, err := awaitedChildren(ctx, env.tx, env.run, args.Names)

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,12 +8,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/gbresearch/gb/jobs/llm"
-	"github.com/gbresearch/gb/jobs/prompts"
 )
 
 // Tool names.
@@ -63,11 +60,14 @@ func toolErrorf(format string, args ...any) error {
 	return &toolError{msg: fmt.Sprintf(format, args...)}
 }
 
-// tool is one tool of the registry. A read-only tool has read, which runs
-// before the step's transaction (readonly.go); any other has run, which
-// runs inside it with the tree locked.
+// tool is one tool of the registry. args is the zero value of the struct
+// its arguments decode into, whose declaration (toolargs.go) makes the
+// spec's parameters. A read-only tool has read, which runs before the
+// step's transaction (readonly.go); any other has run, which runs inside
+// it with the tree locked.
 type tool struct {
 	spec  llm.ToolSpec
+	args  any
 	state string
 	read  func(ctx context.Context, env *readEnv, args json.RawMessage) (readResult, error)
 	run   func(ctx context.Context, env *toolEnv, args json.RawMessage) (string, error)
@@ -75,136 +75,15 @@ type tool struct {
 
 var tools = map[string]*tool{}
 
-func register(t *tool) { tools[t.spec.Name] = t }
-
-// decodeArgs reads a tool's JSON arguments into v, a pointer to the tool's
-// argument struct, strictly, and checks every string in them: arguments
-// that are not UTF-8, not JSON (a reply cut off by the completion limit),
-// not one object, with an unknown field or a field of the wrong type, or
-// with a string Postgres cannot store, are a toolError that says what was
-// wrong and what was expected. No arguments at all are {}.
-func decodeArgs(raw json.RawMessage, v any, shape string) error {
-	if err := unmarshalArgs(raw, v); err != nil {
-		return toolErrorf("invalid arguments (%s); expected %s", err.Error(), shape)
+// register adds t to the registry, with the JSON schema of its arguments
+// as its spec's parameters.
+func register(t *tool) {
+	b, err := json.Marshal(argSchema(reflect.TypeOf(t.args)))
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: %v", t.spec.Name, err))
 	}
-	return checkStrings(reflect.ValueOf(v), "arguments")
-}
-
-// unmarshalArgs decodes raw into v: one JSON object in valid UTF-8, with
-// no unknown field. The content of its strings is checkStrings' part.
-func unmarshalArgs(raw []byte, v any) error {
-	// encoding/json would quietly turn bytes that are not UTF-8 into U+FFFD.
-	if !utf8.Valid(raw) {
-		return fmt.Errorf("text must be valid UTF-8; the byte at offset %d is not", invalidUTF8At(raw))
-	}
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	if err := json.Unmarshal(raw, new(json.RawMessage)); err != nil {
-		return fmt.Errorf("not valid JSON: %w", err)
-	}
-	if raw[0] != '{' {
-		return errors.New("not a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
-
-// invalidUTF8At is the offset of the first byte of b that is not UTF-8.
-func invalidUTF8At(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
-}
-
-// checkStrings finds a string in v, decoded arguments, that Postgres could
-// not store, and names its field in the toolError. A JSON \u0000 escape
-// decodes to a NUL, which no text or jsonb column accepts.
-func checkStrings(v reflect.Value, field string) error {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			return checkStrings(v.Elem(), field)
-		}
-	case reflect.String:
-		if p := encodingProblem(v.String()); p != "" {
-			return toolErrorf("%s %s", field, p)
-		}
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			if err := checkStrings(v.Index(i), field); err != nil {
-				return err
-			}
-		}
-	case reflect.Map:
-		for it := v.MapRange(); it.Next(); {
-			if err := checkStrings(it.Key(), field); err != nil {
-				return err
-			}
-			if err := checkStrings(it.Value(), field); err != nil {
-				return err
-			}
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if f := v.Type().Field(i); f.IsExported() {
-				if err := checkStrings(v.Field(i), jsonName(f)); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// jsonName is the name of a struct field in JSON.
-func jsonName(f reflect.StructField) string {
-	if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
-		return name
-	}
-	return f.Name
-}
-
-// encodingProblem says why Postgres could not store s, or "" when it can.
-func encodingProblem(s string) string {
-	switch {
-	case !utf8.ValidString(s):
-		return "must be valid UTF-8"
-	case strings.IndexByte(s, 0) >= 0:
-		return "must not contain NUL characters"
-	}
-	return ""
-}
-
-// textProblem says what is wrong with s as a text of 1 to max characters
-// (runes, not bytes) that Postgres can store, or "" when nothing is.
-func textProblem(s string, max int) string {
-	if p := encodingProblem(s); p != "" {
-		return p
-	}
-	switch n := utf8.RuneCountInString(s); {
-	case n == 0:
-		return fmt.Sprintf("must be 1 to %d characters", max)
-	case n > max:
-		return fmt.Sprintf("is %d characters; at most %d are allowed", n, max)
-	}
-	return ""
-}
-
-// checkText is the check of every text argument a tool stores or sends:
-// 1 to max characters that Postgres can store, as a toolError naming field.
-func checkText(field, s string, max int) error {
-	if p := textProblem(s, max); p != "" {
-		return toolErrorf("%s %s", field, p)
-	}
-	return nil
+	t.spec.Parameters = b
+	tools[t.spec.Name] = t
 }
 
 // runTool runs one tool call. Tool errors become the result text; only
@@ -298,85 +177,27 @@ func (a *Agent) offers(run *Run, name string) bool {
 	return false
 }
 
-// request builds the model request of a step: the system prompt of the
-// run's place in its tree, the conversation and the tools it may call.
-func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (llm.Request, error) {
-	parts := []string{prompts.Research, prompts.Knowledge}
-	if a.web() {
-		parts = append(parts, prompts.Web)
-	}
-	canSpawn := run.Depth < MaxSubagentDepth && run.MaxSubagents > 0
-	if canSpawn {
-		parts = append(parts, prompts.Spawn)
-	}
-	if asksOwner(run) {
-		parts = append(parts, prompts.AskOwner)
-	}
-	if canSpawn && mustPlan(run) {
-		parts = append(parts, prompts.ProposePlan)
-	}
-	if !run.IsRoot() {
-		sub, err := prompts.Subagent(prompts.SubagentData{Name: run.Name, Reason: run.Reason, CanSpawn: canSpawn})
-		if err != nil {
-			return llm.Request{}, err
-		}
-		parts = append(parts, sub)
-		if at := a.runType(run); at != nil {
-			parts = append(parts, at.Prompt)
-		}
-		if a.messenger != nil {
-			parts = append(parts, prompts.Messaging)
-		}
-	}
-	req := llm.Request{System: prompts.Join(parts...), Messages: msgs}
-	// The tools stay listed on the last step, only forbidden, so that the
-	// prompt keeps the prefix the provider has cached.
-	for _, n := range a.toolNamesFor(run) {
-		req.Tools = append(req.Tools, a.toolSpec(n))
-	}
-	switch {
-	case outOfBudget:
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: budgetNote})
-		req.ToolChoice = llm.ToolChoiceNone
-	case last:
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: lastStepNote})
-		req.ToolChoice = llm.ToolChoiceNone
-	}
-	return req, nil
-}
-
-func schema(s string) json.RawMessage { return json.RawMessage(s) }
-
 // toolSpec is a tool's spec as a model sees it: spawn_subagent's type
-// takes its enum and description from the registry of types.
+// takes its enum and description from the registry of types, and its
+// model is offered only when the operator allows more than one.
 func (a *Agent) toolSpec(name string) llm.ToolSpec {
-	spec := tools[name].spec
+	t := tools[name]
 	if name != toolSpawnSubagent {
-		return spec
+		return t.spec
 	}
-	var params map[string]any
-	if json.Unmarshal(spec.Parameters, &params) != nil {
-		return spec
-	}
-	props, _ := params["properties"].(map[string]any)
-	if props == nil {
-		return spec
-	}
+	params := argSchema(reflect.TypeOf(t.args))
+	props := params["properties"].(map[string]any)
 	props["type"] = map[string]any{"type": "string", "enum": a.types.Names(),
 		"description": "the sub-agent's type (default " + DefaultType + "): " + a.types.describe()}
 	if len(a.models) > 1 {
 		props["model"] = map[string]any{"type": "string", "enum": a.modelNames(),
 			"description": "the sub-agent's model (default: yours)"}
+	} else {
+		delete(props, "model")
 	}
+	spec := t.spec
 	if b, err := json.Marshal(params); err == nil {
 		spec.Parameters = b
 	}
 	return spec
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
