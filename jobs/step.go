@@ -62,10 +62,11 @@ func (a *Agent) work(ctx context.Context, job *river.Job[StepArgs]) error {
 
 // load reads, in one round trip, the run the job works on (marking it
 // thinking when the job will make a step), its tree's budget, its
-// conversation and its parent's unread inputs. It returns false when there
-// is nothing to do: the run was deleted, ended, is parked, or has not
-// reached the step the job was made for. A retried job goes on from the
-// run's last committed step.
+// conversation, its parent's unread inputs, the provider's token ratio of
+// its latest call and the refusals of its calls that did not fit. It
+// returns false when there is nothing to do: the run was deleted, ended,
+// is parked, or has not reached the step the job was made for. A retried
+// job goes on from the run's last committed step.
 func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 	id := t.job.Args.RunID
 	b := &pgx.Batch{}
@@ -412,8 +413,10 @@ func (a *Agent) findings(ctx context.Context, run *Run, why string) (string, err
 		formatReports(kids, a.config.MaxReportChars), nil
 }
 
-// endAfter ends a run outside a step's normal flow (a failed model call, a
-// sub-agent out of budget) and completes the job in the same transaction.
+// endAfter ends a run outside a step's commit (a rejected model call, a
+// sub-agent out of budget, a second refusal, a last attempt that failed)
+// and completes the job in the same transaction. A run revising its report
+// ends with its draft instead (citations.go).
 func (a *Agent) endAfter(ctx context.Context, job *river.Job[StepArgs], seen *Run, status, report, errText string) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockTree(ctx, tx, seen)

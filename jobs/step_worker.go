@@ -37,12 +37,15 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	return err
 }
 
-// work runs one step. Whatever happens, the run is left ended, parked, or
-// with a next job: a step that panics is an error like any other, a step
-// interrupted because the worker is stopping goes back to the queue without
-// spending an attempt, and a step that fails on its last attempt ends its
-// run. What River discards anyway (an end that could not commit), the
-// maintenance pass repairs (reconcile.go).
+// work makes the job's steps (Agent.work) and decides what a failed one
+// means. Whatever happens, the run is left ended, parked, or with a next
+// job: a step that panics is an error like any other; a run past its
+// wall-clock cap ends timed_out; a step interrupted because the worker is
+// stopping, or that found the database unreachable, goes back to the queue
+// without spending an attempt, like a wait for capacity (a snooze); a
+// step that fails on its last attempt ends its run failed. What River
+// discards anyway (an end that could not commit), the maintenance pass
+// repairs (reconcile.go).
 func (w *stepWorker) work(ctx context.Context, job *river.Job[StepArgs]) error {
 	err := w.agent.safeStep(ctx, job)
 	if err == nil {
