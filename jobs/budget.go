@@ -185,6 +185,7 @@ func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 	var b budget
 	var maxTokens *int64
 	var maxCost *float64
+	// Lock the tree's root and read its limits (NULL: none).
 	if err := tx.QueryRow(ctx, `SELECT max_tokens, max_cost_usd::float8 FROM gb_agent_research_runs
 		WHERE id = $1 FOR UPDATE`, rootID).Scan(&maxTokens, &maxCost); err != nil {
 		return b, fmt.Errorf("error locking budget of tree %d: %w", rootID, err)

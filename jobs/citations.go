@@ -102,6 +102,7 @@ func (a *Agent) citeReport(ctx context.Context, tx pgx.Tx, run *Run, step int, r
 		if err != nil {
 			return citeOutcome{}, fmt.Errorf("error encoding the revision note: %w", err)
 		}
+		// Append the note to the step's messages: the root's next step reads it.
 		if _, err := tx.Exec(ctx, `UPDATE gb_agent_research_steps SET messages = messages || $3::jsonb
 			WHERE run_id = $1 AND step = $2`, run.ID, step, string(note)); err != nil {
 			return citeOutcome{}, fmt.Errorf("error adding the revision note to step %d of run %d: %w", step, run.ID, err)
@@ -138,8 +139,10 @@ func saveCitations(ctx context.Context, tx pgx.Tx, run *Run, round int, res *cit
 		}
 	}
 	b := &pgx.Batch{}
+	// A round's verdicts replace those of that round and of any later one.
 	b.Queue(`DELETE FROM gb_citations WHERE run_id = $1 AND round >= $2`, run.ID, round)
 	for _, r := range rows {
+		// A verdict per claim and citation marker.
 		b.Queue(`INSERT INTO gb_citations (run_id, round, claim_index, claim, marker, ref, verdict, claim_verdict,
 				passage, score, reason, judged_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
@@ -148,9 +151,11 @@ func saveCitations(ctx context.Context, tx pgx.Tx, run *Run, round int, res *cit
 	}
 	counts := res.Counts
 	if revise {
+		// The counts before the revision; the revised report's come with its own check.
 		b.Queue(`UPDATE gb_agent_research_runs SET citations_before = $2, citations = NULL WHERE id = $1`, run.ID, counts)
 		run.CitationsBefore = &counts
 	} else {
+		// The counts of the checked report.
 		b.Queue(`UPDATE gb_agent_research_runs SET citations = $2 WHERE id = $1`, run.ID, counts)
 		run.Citations = &counts
 	}

@@ -81,6 +81,7 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errT
 	ids := make([]int64, len(victims))
 	for i, v := range victims {
 		ids[i] = v.ID
+		// End the victim as failed, with errText and no wait left.
 		_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs
 			SET status = 'failed', state = 'failed', error = $2, ended_at = clock_timestamp(), updated_at = now(),
 			    wait_names = '{}', wait_call_id = '', wait_until = NULL

@@ -143,6 +143,7 @@ func (a *Agent) rescueStuck(ctx context.Context, tx pgx.Tx, res *MaintainResult)
 // rescueDead settles at once the running step jobs of workers that hold no
 // liveness lock (liveness.go): their process is gone.
 func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
+	// The workers running step jobs for longer than the liveness grace.
 	rows, err := tx.Query(ctx, `SELECT DISTINCT attempted_by[cardinality(attempted_by)] FROM river_job
 		WHERE state = 'running' AND kind = $1 AND attempted_at < now() - $2 * interval '1 millisecond'`,
 		StepKind, livenessGrace.Milliseconds())
@@ -157,6 +158,7 @@ func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, res *MaintainResult) 
 	if err != nil || len(dead) == 0 {
 		return err
 	}
+	// The running step jobs of the dead workers, a batch at a time, locked.
 	rows, err = tx.Query(ctx, `SELECT id FROM river_job
 		WHERE state = 'running' AND kind = $1 AND attempted_by[cardinality(attempted_by)] = ANY($2)
 		ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`, StepKind, dead, maintainBatch)

@@ -152,6 +152,7 @@ func (a *Agent) parkForMessages(ctx context.Context, tx pgx.Tx, run *Run, p *par
 		return err
 	}
 	var unread bool
+	// Whether a message came that the step did not deliver.
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM gb_messages WHERE to_id = $1 AND read_at IS NULL)`,
 		run.ID).Scan(&unread); err != nil {
 		return fmt.Errorf("error checking the inbox of run %d: %w", run.ID, err)

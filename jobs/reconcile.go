@@ -35,6 +35,8 @@ var unfinishedJobSQL = `EXISTS (SELECT 1 FROM river_job j
 // gone.
 func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	horizon := a.config.RescueStuckJobsAfter.Milliseconds()
+	// Going runs with no unfinished step job, whose last one finished (with
+	// none: which last changed) over RescueStuckJobsAfter ago.
 	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
 		WHERE r.status IN ('queued', 'working') AND NOT `+unfinishedJobSQL+`
 		  AND coalesce((SELECT max(j.finalized_at) FROM river_job j
@@ -53,6 +55,8 @@ func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) e
 			return err
 		}
 	}
+	// Parents parked on sub-agents that have all ended, the last over
+	// resumeMargin ago, with no unfinished step job.
 	rows, err = tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
 		WHERE r.status = 'waiting' AND r.wait_kind = 'subagents' AND NOT `+unfinishedJobSQL+`
 		  AND NOT EXISTS (SELECT 1 FROM gb_agent_research_runs c WHERE c.parent_id = r.id
@@ -101,6 +105,7 @@ func (a *Agent) lockForRepair(ctx context.Context, tx pgx.Tx, id int64, statuses
 		ok = ok || run.Status == s
 	}
 	var busy bool
+	// Whether the run has a step job again, now that its tree is locked.
 	if err := tx.QueryRow(ctx, `SELECT `+unfinishedJobSQL+` FROM gb_agent_research_runs r WHERE r.id = $1`, id).Scan(&busy); err != nil {
 		return nil, fmt.Errorf("error checking the jobs of run %d: %w", id, err)
 	}
@@ -119,6 +124,7 @@ func (a *Agent) repairRun(ctx context.Context, tx pgx.Tx, id int64, res *Maintai
 	}
 	var state, lastErr string
 	var attempt, maxAttempts int
+	// The run's last step job: what became of it, and its last error.
 	err = tx.QueryRow(ctx, `SELECT state::text, attempt, max_attempts, coalesce(errors[cardinality(errors)]->>'error', '')
 		FROM river_job j WHERE `+runJobSQL("j", "$1::bigint")+` AND j.kind = $2 ORDER BY j.id DESC LIMIT 1`,
 		id, StepKind).Scan(&state, &attempt, &maxAttempts, &lastErr)

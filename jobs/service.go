@@ -140,6 +140,8 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		var userLimit *int
 		var userWebhook *string
+		// Lock the user, so that the user's starts count working researches one
+		// at a time, and read the user's sub-agent bound and webhook.
 		if err := tx.QueryRow(ctx, "SELECT max_subagents, webhook_url FROM gb_users WHERE id = $1 FOR NO KEY UPDATE",
 			p.UserID).Scan(&userLimit, &userWebhook); err != nil {
 			return fmt.Errorf("error locking user: %w", err)
@@ -163,6 +165,7 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 			return &FieldError{"dataset", fmt.Sprintf("unknown dataset %q; available: %s", p.Dataset, strings.Join(names, ", "))}
 		}
 		var working int
+		// The user's researches still going (MaxWorkingPerUser).
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_runs
 			WHERE user_id = $1 AND parent_id IS NULL AND status IN ('queued', 'working', 'waiting')`, p.UserID).Scan(&working); err != nil {
 			return fmt.Errorf("error counting working researches: %w", err)
@@ -346,6 +349,8 @@ func (a *Agent) Delete(ctx context.Context, userID, id int64) error {
 				return err
 			}
 		}
+		// The messages these runs sent (no foreign key holds them), then the
+		// run: its sub-agents and what refers to them go with it, by cascade.
 		if _, err := tx.Exec(ctx, "DELETE FROM gb_messages WHERE from_id = ANY($1)", ids); err != nil {
 			return fmt.Errorf("error deleting messages: %w", err)
 		}

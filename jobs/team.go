@@ -86,6 +86,8 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 	}
 	var mine, inTree int
 	var taken bool
+	// The parent's sub-agents, the tree's, and whether the parent has one
+	// named p.Name already.
 	err := tx.QueryRow(ctx, `SELECT
 			count(*) FILTER (WHERE parent_id = $1),
 			count(*) FILTER (WHERE parent_id IS NOT NULL),
@@ -268,6 +270,7 @@ func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) e
 	if names == nil {
 		names = []string{}
 	}
+	// Park the run on names (none: all its sub-agents) for the call p.callID.
 	_, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs
 		SET status = 'waiting', state = 'waiting', wait_names = $2, wait_call_id = $3,
 		    wait_kind = 'subagents', wait_until = NULL, updated_at = now()
@@ -275,9 +278,8 @@ func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) e
 	if err != nil {
 		return fmt.Errorf("error parking run %d: %w", run.ID, err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES ($1, 'waiting', $2)`,
-		run.ID, run.Steps); err != nil {
-		return fmt.Errorf("error recording state: %w", err)
+	if err := addState(ctx, tx, run.ID, StateWaiting, run.Steps); err != nil {
+		return err
 	}
 	if err := addEvent(ctx, tx, run, EventWaiting, map[string]any{"names": names}); err != nil {
 		return err
@@ -311,6 +313,7 @@ func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) erro
 			return nil
 		}
 	}
+	// Resume the parent: its next step job follows.
 	if _, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs SET status = 'working', state = 'thinking', updated_at = now()
 		WHERE id = $1`, parent.ID); err != nil {
 		return fmt.Errorf("error resuming run %d: %w", parent.ID, err)
@@ -320,4 +323,3 @@ func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) erro
 	}
 	return a.enqueueStep(ctx, tx, parent, parent.Steps+1)
 }
-

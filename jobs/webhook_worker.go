@@ -171,6 +171,7 @@ func (a *Agent) recordAttempt(ctx context.Context, job *river.Job[WebhookArgs], 
 	}
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
+		// The attempt, then where its delivery stands (one still pending).
 		b.Queue(`INSERT INTO gb_webhook_attempts (delivery_id, attempt, http_status, outcome, error, duration_ms)
 			VALUES ($1, $2, $3, $4, $5, $6)`, d.id, job.Attempt, r.status, r.outcome, errText, r.took.Milliseconds())
 		b.Queue(`UPDATE gb_webhook_deliveries SET attempts = attempts + 1, status = $2, updated_at = now()
