@@ -42,7 +42,7 @@ func (s *Server) converse(w http.ResponseWriter, r *http.Request, model string, 
 		e.write(w)
 		return
 	}
-	s.rec.accept(cost, now)
+	s.rec.Accept(cost, now)
 	v := view(model, req)
 	v.PromptTokens, v.CompletionCap = p.tokens, maxTokens
 	ans := s.cfg.Brain(v)
@@ -64,9 +64,9 @@ func (s *Server) converse(w http.ResponseWriter, r *http.Request, model string, 
 	call := Call{Time: now, Model: model, PromptTokens: p.tokens, CacheReadTokens: read, CacheWriteTokens: written,
 		CompletionTokens: c.tokens, MaxTokens: maxTokens, StopReason: c.stop, CallID: v.ClientRequestID}
 	call.CostUSD = s.cfg.Prices[model].Cost(call.Usage())
-	s.rec.bill(call)
+	s.rec.Bill(call)
 	body := encode(c, call)
-	if !s.sleep(r.Context(), s.cfg.Latency) {
+	if !s.srv.Sleep(r.Context(), s.cfg.Latency) {
 		panic(http.ErrAbortHandler) // billed all the same; no answer
 	}
 	w.Header().Set("Content-Type", "application/json")

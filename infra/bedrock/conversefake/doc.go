@@ -27,5 +27,5 @@
 // that one scripted policy can drive both fakes. Stats and Calls tell what
 // was accepted, throttled and billed.
 //
-// It may import jobs/llm and infra/openai/openaifake only.
+// It may import jobs/llm, infra/fakeprovider and infra/openai/openaifake only.
 package conversefake

@@ -1,25 +1,22 @@
 package conversefake
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gbresearch/gb/infra/fakeprovider"
 )
 
 // Server is a running fake Bedrock Runtime on 127.0.0.1. It is safe for
 // concurrent use.
 type Server struct {
 	cfg    Config
-	ts     *httptest.Server
-	done   chan struct{}
-	closed sync.Once
+	srv    *fakeprovider.Server
 	quotas *quotas
 	cache  *promptCache
 	rec    recorder
@@ -29,32 +26,29 @@ type Server struct {
 // New starts a server enforcing cfg. Close it when done.
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, done: make(chan struct{}), quotas: newQuotas(cfg.RPM, cfg.TPM, cfg.Now()),
+	s := &Server{cfg: cfg, quotas: newQuotas(cfg.RPM, cfg.TPM, cfg.Now()),
 		cache: &promptCache{ttl: cfg.CacheTTL, expires: map[cacheKey]time.Time{}}}
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = fakeprovider.Start(http.HandlerFunc(s.serve))
 	return s
 }
 
 // URL is the endpoint, as the SDK's BaseEndpoint takes it.
-func (s *Server) URL() string { return s.ts.URL }
+func (s *Server) URL() string { return s.srv.URL() }
 
 // Config is the configuration the server enforces, defaults filled in
 // (its credentials and Region, for a client).
 func (s *Server) Config() Config { return s.cfg }
 
 // Close ends the answers held (Latency) and stops the server.
-func (s *Server) Close() {
-	s.closed.Do(func() { close(s.done) })
-	s.ts.Close()
-}
+func (s *Server) Close() { s.srv.Close() }
 
 const maxBody = 64 << 20
 
 // serve handles one request: the path, the signature, the checks, the
 // quotas, then the answer.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	s.rec.enter()
-	defer s.rec.leave()
+	s.rec.Enter()
+	defer s.rec.Leave()
 	now := s.cfg.Now()
 	model, ok := modelOf(r)
 	if !ok {
@@ -103,23 +97,6 @@ func modelOf(r *http.Request) (string, bool) {
 	}
 	model, err := url.PathUnescape(id)
 	return model, err == nil
-}
-
-// sleep waits d, or less when ctx ends or the server closes; it reports
-// whether it waited it all.
-func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-	case <-s.done:
-	}
-	return false
 }
 
 // nextCallID is a new toolUse id.

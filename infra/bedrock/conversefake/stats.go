@@ -1,10 +1,9 @@
 package conversefake
 
 import (
-	"slices"
-	"sync"
 	"time"
 
+	"github.com/gbresearch/gb/infra/fakeprovider"
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
@@ -61,70 +60,27 @@ func (c Call) Usage() llm.Usage {
 		CacheWriteTokens: c.CacheWriteTokens, CompletionTokens: c.CompletionTokens, CostUSD: c.CostUSD}
 }
 
-// recorder keeps the statistics and calls of a Server.
+// recorder keeps the statistics and calls of a Server; its tally is the
+// Stats' refusals by cause.
 type recorder struct {
-	mu       sync.Mutex
-	stats    Stats
-	inFlight int
-	calls    []Call
-}
-
-func (r *recorder) enter() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stats.Requests++
-	r.inFlight++
-	r.stats.MaxInFlight = max(r.stats.MaxInFlight, r.inFlight)
-}
-
-func (r *recorder) leave() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.inFlight--
+	fakeprovider.Meter[Stats, Call]
 }
 
 // count adds one to a refusal counter of the stats.
 func (r *recorder) count(field func(*Stats) *int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	*field(&r.stats)++
-}
-
-func (r *recorder) accept(cost int, now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stats.TPMUsed += cost
-	if r.stats.FirstAccepted.IsZero() || now.Before(r.stats.FirstAccepted) {
-		r.stats.FirstAccepted = now
-	}
-	if now.After(r.stats.LastAccepted) {
-		r.stats.LastAccepted = now
-	}
-}
-
-func (r *recorder) bill(c Call) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, c)
-	s := &r.stats
-	s.Billed++
-	s.PromptTokens += c.PromptTokens
-	s.CacheReadTokens += c.CacheReadTokens
-	s.CacheWriteTokens += c.CacheWriteTokens
-	s.CompletionTokens += c.CompletionTokens
-	s.CostUSD += c.CostUSD
+	r.Note(func(st *Stats) { *field(st)++ })
 }
 
 // Stats is what the server has counted so far.
 func (s *Server) Stats() Stats {
-	s.rec.mu.Lock()
-	defer s.rec.mu.Unlock()
-	return s.rec.stats
+	c, st := s.rec.Read()
+	st.Requests, st.Billed, st.MaxInFlight = c.Requests, c.Billed, c.MaxInFlight
+	st.PromptTokens, st.CacheReadTokens, st.CacheWriteTokens = c.Usage.PromptTokens, c.Usage.CachedPromptTokens,
+		c.Usage.CacheWriteTokens
+	st.CompletionTokens, st.CostUSD = c.Usage.CompletionTokens, c.Usage.CostUSD
+	st.TPMUsed, st.FirstAccepted, st.LastAccepted = c.TPMUsed, c.FirstAccepted, c.LastAccepted
+	return st
 }
 
 // Calls is every billed call so far, in the order billed.
-func (s *Server) Calls() []Call {
-	s.rec.mu.Lock()
-	defer s.rec.mu.Unlock()
-	return slices.Clone(s.rec.calls)
-}
+func (s *Server) Calls() []Call { return s.rec.Calls() }

@@ -28,5 +28,5 @@
 // too large" 429 has no retry-after, since no wait lets it through; it does
 // not stream, and takes only n=1 and text content parts.
 //
-// It may import jobs/llm only.
+// It may import jobs/llm and infra/fakeprovider only.
 package openaifake

@@ -215,7 +215,7 @@ func (s *Server) hang(r *http.Request, now time.Time, model string) {
 	}
 	select {
 	case <-r.Context().Done():
-	case <-s.done:
+	case <-s.srv.Done():
 	case <-expired:
 	}
 	panic(http.ErrAbortHandler) // no response at all

@@ -1,71 +1,23 @@
 package openaifake
 
 import (
-	"math"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/gbresearch/gb/infra/fakeprovider"
 )
 
-// bucket is a continuously refilled token bucket holding one minute of a
-// limit: it refills limit units a minute, up to limit.
-type bucket struct {
-	limit float64
-	level float64
-	at    time.Time // when level was last brought up to date
-}
-
-func newBucket(limit int, now time.Time) *bucket {
-	return &bucket{limit: float64(limit), level: float64(limit), at: now}
-}
-
-// refill brings the level up to date at now.
-func (b *bucket) refill(now time.Time) {
-	if elapsed := now.Sub(b.at); elapsed > 0 {
-		b.level = math.Min(b.limit, b.level+b.limit*elapsed.Minutes())
-		b.at = now
-	}
-}
-
-// epsilon absorbs the rounding of float arithmetic on levels.
-const epsilon = 1e-6
-
-// has reports whether the bucket holds n.
-func (b *bucket) has(n float64) bool { return b.level+epsilon >= n }
-
-// wait is how long until the bucket holds n.
-func (b *bucket) wait(n float64) time.Duration {
-	if b.has(n) {
-		return 0
-	}
-	return time.Duration(math.Ceil((n-b.level)/b.limit*float64(time.Minute) - 1e-3))
-}
-
-// used is how much of the limit is spent.
-func (b *bucket) used() int { return int(math.Ceil(b.limit - b.level - epsilon)) }
-
-// remaining is what is left of the limit, whole.
-func (b *bucket) remaining() int { return int(math.Floor(b.level + epsilon)) }
-
-// limiter holds the RPM and TPM buckets shared by all models; a nil bucket
-// is a limit not set.
+// limiter holds the RPM and TPM buckets shared by all models.
 type limiter struct {
 	mu  sync.Mutex
 	org string
-	rpm *bucket
-	tpm *bucket
+	fakeprovider.Limits
 }
 
 func newLimiter(rpm, tpm int, org string, now time.Time) *limiter {
-	l := &limiter{org: org}
-	if rpm > 0 {
-		l.rpm = newBucket(rpm, now)
-	}
-	if tpm > 0 {
-		l.tpm = newBucket(tpm, now)
-	}
-	return l
+	return &limiter{org: org, Limits: fakeprovider.NewLimits(rpm, tpm, now)}
 }
 
 // admit takes one request of cost tokens from the buckets, or refuses it
@@ -74,22 +26,16 @@ func newLimiter(rpm, tpm int, org string, now time.Time) *limiter {
 func (l *limiter) admit(model string, cost int, now time.Time) (http.Header, *apiError) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.refillAll(now)
+	l.Refill(now)
 	switch {
-	case l.tpm != nil && float64(cost) > l.tpm.limit:
-		return l.headers(), errTooLarge(model, l.org, int(l.tpm.limit), cost)
-	case l.rpm != nil && !l.rpm.has(1):
-		return l.headers(), errRateLimited(model, l.org, "requests", int(l.rpm.limit), l.rpm.used(), 1, l.rpm.wait(1))
-	case l.tpm != nil && !l.tpm.has(float64(cost)):
-		return l.headers(), errRateLimited(model, l.org, "tokens", int(l.tpm.limit), l.tpm.used(), cost,
-			l.tpm.wait(float64(cost)))
+	case l.TPM != nil && cost > l.TPM.Limit():
+		return l.headers(), errTooLarge(model, l.org, l.TPM.Limit(), cost)
+	case l.RPM != nil && !l.RPM.Has(1):
+		return l.headers(), errRateLimited(model, l.org, "requests", l.RPM.Limit(), l.RPM.Used(), 1, l.RPM.Wait(1))
+	case l.TPM != nil && !l.TPM.Has(cost):
+		return l.headers(), errRateLimited(model, l.org, "tokens", l.TPM.Limit(), l.TPM.Used(), cost, l.TPM.Wait(cost))
 	}
-	if l.rpm != nil {
-		l.rpm.level--
-	}
-	if l.tpm != nil {
-		l.tpm.level -= float64(cost)
-	}
+	l.Take(cost)
 	return l.headers(), nil
 }
 
@@ -97,16 +43,8 @@ func (l *limiter) admit(model string, cost int, now time.Time) (http.Header, *ap
 func (l *limiter) snapshot(now time.Time) http.Header {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.refillAll(now)
+	l.Refill(now)
 	return l.headers()
-}
-
-func (l *limiter) refillAll(now time.Time) {
-	for _, b := range []*bucket{l.rpm, l.tpm} {
-		if b != nil {
-			b.refill(now)
-		}
-	}
 }
 
 // headers are OpenAI's x-ratelimit-* headers of the limits set: the limit,
@@ -115,14 +53,14 @@ func (l *limiter) headers() http.Header {
 	h := http.Header{}
 	for _, p := range []struct {
 		unit string
-		b    *bucket
-	}{{"requests", l.rpm}, {"tokens", l.tpm}} {
+		b    *fakeprovider.Bucket
+	}{{"requests", l.RPM}, {"tokens", l.TPM}} {
 		if p.b == nil {
 			continue
 		}
-		h.Set("x-ratelimit-limit-"+p.unit, strconv.Itoa(int(p.b.limit)))
-		h.Set("x-ratelimit-remaining-"+p.unit, strconv.Itoa(p.b.remaining()))
-		h.Set("x-ratelimit-reset-"+p.unit, formatDuration(p.b.wait(p.b.limit)))
+		h.Set("x-ratelimit-limit-"+p.unit, strconv.Itoa(p.b.Limit()))
+		h.Set("x-ratelimit-remaining-"+p.unit, strconv.Itoa(p.b.Remaining()))
+		h.Set("x-ratelimit-reset-"+p.unit, formatDuration(p.b.Wait(p.b.Limit())))
 	}
 	return h
 }

@@ -1,26 +1,23 @@
 package openaifake
 
 import (
-	"context"
 	"crypto/subtle"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/gbresearch/gb/infra/fakeprovider"
 )
 
 // Server is a running fake chat-completions API on 127.0.0.1. It is safe
 // for concurrent use.
 type Server struct {
-	cfg    Config
-	ts     *httptest.Server
-	done   chan struct{} // closed by Close: ends waits and hangs
-	closed sync.Once
+	cfg Config
+	srv *fakeprovider.Server // its Close ends waits and hangs
 
 	limits *limiter
 	cache  *promptCache
@@ -36,31 +33,27 @@ func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{
 		cfg:    cfg,
-		done:   make(chan struct{}),
 		limits: newLimiter(cfg.RPM, cfg.TPM, cfg.Organization, cfg.Now()),
 		cache:  newPromptCache(cfg.CacheTTL),
 		seed:   maphash.MakeSeed(),
 	}
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = fakeprovider.Start(http.HandlerFunc(s.serve))
 	return s
 }
 
 // URL is the base URL of the API, ending in /v1, as OPENAI_BASE_URL takes it.
-func (s *Server) URL() string { return s.ts.URL + "/v1" }
+func (s *Server) URL() string { return s.srv.URL() + "/v1" }
 
 // Close ends the requests held (latency, Timeout) and stops the server.
-func (s *Server) Close() {
-	s.closed.Do(func() { close(s.done) })
-	s.ts.Close()
-}
+func (s *Server) Close() { s.srv.Close() }
 
 // maxBody bounds a request body.
 const maxBody = 64 << 20
 
 // serve handles one request: the checks, the limits, then the answer.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	s.rec.enter()
-	defer s.rec.leave()
+	s.rec.Enter()
+	defer s.rec.Leave()
 	now := s.cfg.Now()
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		s.refuse(w, now, "", nil, errInvalidURL(r))
@@ -139,7 +132,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, now time.Time) (*
 	if aerr != nil {
 		return adm, aerr
 	}
-	s.rec.accept(adm.cost, now)
+	s.rec.Accept(adm.cost, now)
 	return adm, nil
 }
 
@@ -174,7 +167,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, adm *admission, 
 	cached := s.cache.use(req.Model, req.PromptTokens, adm.blocks, now)
 	body := s.encode(req, c, cached, now)
 	s.bill(req, adm, c, cached, fault, now)
-	if !s.sleep(r.Context(), s.cfg.latency(req, c.tokens)) {
+	if !s.srv.Sleep(r.Context(), s.cfg.latency(req, c.tokens)) {
 		panic(http.ErrAbortHandler) // billed all the same, as the API does; no answer
 	}
 	copyHeader(w.Header(), adm.headers)
@@ -189,25 +182,8 @@ func (s *Server) bill(req *Request, adm *admission, c completion, cached int, fa
 		CompletionTokens: c.tokens, ReasoningTokens: c.reasoning, MaxCompletionTokens: req.CompletionCap,
 		TPMCost: adm.cost, FinishReason: c.finish, Fault: fault, ClientRequestID: req.ClientRequestID}
 	call.CostUSD = s.cfg.Prices[req.Model].Cost(call.Usage())
-	s.rec.bill(call)
+	s.rec.Bill(call)
 	s.rec.event(Event{Time: now, Status: http.StatusOK, Kind: KindOK, Model: req.Model, Fault: fault})
-}
-
-// sleep waits d, or less when ctx ends or the server closes; it reports
-// whether it waited it all.
-func (s *Server) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-	case <-s.done:
-	}
-	return false
 }
 
 // refuse writes an error response and records it.

@@ -2,9 +2,9 @@ package openaifake
 
 import (
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/gbresearch/gb/infra/fakeprovider"
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
@@ -94,44 +94,31 @@ type Event struct {
 	Fault Fault
 }
 
+// tally is what a Server counts beyond the fakeprovider.Counts: the
+// refusals and failures by cause (in Stats' fields) and every request's end.
+type tally struct {
+	Stats
+	log []Event
+}
+
 // recorder keeps the statistics, calls and events of a Server.
 type recorder struct {
-	mu       sync.Mutex
-	stats    Stats
-	inFlight int
-	calls    []Call
-	log      []Event
-}
-
-// enter counts a request arriving; leave one done.
-func (r *recorder) enter() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stats.Requests++
-	r.inFlight++
-	r.stats.MaxInFlight = max(r.stats.MaxInFlight, r.inFlight)
-}
-
-func (r *recorder) leave() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.inFlight--
+	fakeprovider.Meter[tally, Call]
 }
 
 // event records how a request ended and counts it.
 func (r *recorder) event(e Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.log = append(r.log, e)
-	if n := r.counter(e.Kind); n != nil {
-		*n++
-	}
+	r.Note(func(t *tally) {
+		t.log = append(t.log, e)
+		if n := t.counter(e.Kind); n != nil {
+			*n++
+		}
+	})
 }
 
 // counter is the count of the Stats that an event of kind adds to; nil
 // for none.
-func (r *recorder) counter(kind string) *int {
-	s := &r.stats
+func (s *Stats) counter(kind string) *int {
 	switch kind {
 	case KindUnauthorized:
 		return &s.Unauthorized
@@ -157,50 +144,23 @@ func (r *recorder) counter(kind string) *int {
 	return nil
 }
 
-// accept records a call let through the rate limits.
-func (r *recorder) accept(tpmCost int, now time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stats.TPMUsed += tpmCost
-	if r.stats.FirstAccepted.IsZero() || now.Before(r.stats.FirstAccepted) {
-		r.stats.FirstAccepted = now
-	}
-	if now.After(r.stats.LastAccepted) {
-		r.stats.LastAccepted = now
-	}
-}
-
-// bill records a billed call.
-func (r *recorder) bill(c Call) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls = append(r.calls, c)
-	s := &r.stats
-	s.Billed++
-	s.PromptTokens += c.PromptTokens
-	s.CachedTokens += c.CachedTokens
-	s.CompletionTokens += c.CompletionTokens
-	s.ReasoningTokens += c.ReasoningTokens
-	s.CostUSD += c.CostUSD
-}
-
 // Stats is what the server has counted so far.
 func (s *Server) Stats() Stats {
-	s.rec.mu.Lock()
-	defer s.rec.mu.Unlock()
-	return s.rec.stats
+	c, t := s.rec.Read()
+	st := t.Stats
+	st.Requests, st.Billed, st.MaxInFlight = c.Requests, c.Billed, c.MaxInFlight
+	st.PromptTokens, st.CachedTokens = c.Usage.PromptTokens, c.Usage.CachedPromptTokens
+	st.CompletionTokens, st.ReasoningTokens, st.CostUSD = c.Usage.CompletionTokens, c.Usage.ReasoningTokens, c.Usage.CostUSD
+	st.TPMUsed, st.FirstAccepted, st.LastAccepted = c.TPMUsed, c.FirstAccepted, c.LastAccepted
+	return st
 }
 
 // Calls is every billed call so far, in the order billed.
-func (s *Server) Calls() []Call {
-	s.rec.mu.Lock()
-	defer s.rec.mu.Unlock()
-	return slices.Clone(s.rec.calls)
-}
+func (s *Server) Calls() []Call { return s.rec.Calls() }
 
 // Log is how every request so far ended, in order.
 func (s *Server) Log() []Event {
-	s.rec.mu.Lock()
-	defer s.rec.mu.Unlock()
-	return slices.Clone(s.rec.log)
+	var log []Event
+	s.rec.Note(func(t *tally) { log = slices.Clone(t.log) })
+	return log
 }
