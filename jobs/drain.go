@@ -333,9 +333,9 @@ func (a *Agent) oldestReady(ctx context.Context) (float64, error) {
 	return max(s, 0), nil
 }
 
-// queueCounts returns how many jobs of the default queue are ready (or
-// due within lookahead) and how many this client is running; with an
-// empty clientID the second count is 0.
+// queueCounts returns how many jobs of the agent's queue (Config.Queue)
+// are ready (or due within lookahead) and how many this client is running;
+// with an empty clientID the second count is 0.
 func (a *Agent) queueCounts(ctx context.Context, clientID string, lookahead time.Duration) (ready, mine int, err error) {
 	err = a.pool.QueryRow(ctx, `SELECT
 			count(*) FILTER (WHERE state IN ('available', 'scheduled', 'retryable')

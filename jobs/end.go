@@ -13,9 +13,8 @@ import (
 // jobs are cancelled (a running one has its context cancelled, so that its
 // model call stops) and their inboxes closed, then the run itself ends the
 // same way (a root's webhook delivery inserted with it), and a parent
-// parked on it may resume. self is the job of the
-// step that ends its own run, which completes itself; 0 when another ends
-// it.
+// parked on it may resume. self is the job of the step that ends its own
+// run, which completes itself; 0 when another ends it.
 func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64) error {
 	if err := a.cancelDescendants(ctx, tx, run, CancelledByParent); err != nil {
 		return err
