@@ -1,10 +1,8 @@
 package dashboard_test
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -44,35 +42,7 @@ func TestDashboardShowsCitations(t *testing.T) {
 	if err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("making the first claim unsupported: %v (%d rows)", err, tag.RowsAffected())
 	}
-	shots := filepath.Join(repoRoot(t), ".data", "screenshots")
-	if d := os.Getenv("GB_SCREENSHOT_DIR"); d != "" {
-		shots = d
-		if !filepath.IsAbs(d) {
-			shots = filepath.Join(repoRoot(t), d)
-		}
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, node, "e2e/citations.mjs", s.srv.URL, s.key, strconv.FormatInt(run.ID, 10))
-	cmd.Env = append(os.Environ(), "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromiumPath)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		t.Log(sc.Text())
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the citations browser test failed: %v (screenshots in %s)", err, shots)
-	}
+	shots := screenshotDir(t, os.Getenv("GB_SCREENSHOT_DIR"))
+	runScript(t, node, s, shots, "citations.mjs", nil, strconv.FormatInt(run.ID, 10))
 	t.Logf("screenshot of the report's citations: %s", filepath.Join(shots, "citations.png"))
 }

@@ -1,12 +1,8 @@
 package dashboard_test
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,9 +10,6 @@ import (
 
 	"github.com/gbresearch/gb/jobs"
 )
-
-// chromiumPath is Debian's chromium, which the browser test drives.
-const chromiumPath = "/usr/bin/chromium"
 
 // xssReport is a report as a hostile page could make a model write it:
 // every piece of markup in it must show as text.
@@ -88,7 +81,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 
 	var started int64
-	for _, line := range runE2E(t, node, s, nil, strconv.FormatInt(xss.ID, 10), strconv.FormatInt(late.ID, 10)) {
+	for _, line := range runScript(t, node, s, screenshotDir(t, ""), "run.mjs", nil, strconv.FormatInt(xss.ID, 10), strconv.FormatInt(late.ID, 10)) {
 		if v, ok := strings.CutPrefix(line, "started run "); ok {
 			started, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
@@ -127,7 +120,7 @@ func TestDashboardAnswersAQuestionInBrowser(t *testing.T) {
 	node := browserTools(t)
 	s := startStack(t, 0, false)
 	var id int64
-	for _, line := range runE2E(t, node, s, []string{"E2E_ASK=1"}) {
+	for _, line := range runScript(t, node, s, screenshotDir(t, ""), "run.mjs", []string{"E2E_ASK=1"}) {
 		if v, ok := strings.CutPrefix(line, "asked run "); ok {
 			id, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
@@ -154,96 +147,6 @@ func TestDashboardAnswersAQuestionInBrowser(t *testing.T) {
 	}
 }
 
-// runE2E runs e2e/run.mjs against the stack's API and key, with env added
-// to the environment and args after them, logs what it prints and returns
-// it line by line; the test fails unless every check passed. Screenshots
-// go to .data/screenshots/ at the top of the repository.
-func runE2E(t *testing.T, node string, s *stack, env []string, args ...string) []string {
-	t.Helper()
-	shots := filepath.Join(repoRoot(t), ".data", "screenshots")
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{"e2e/run.mjs", s.srv.URL, s.key}, args...)...)
-	cmd.Env = append(append(os.Environ(), "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromiumPath), env...)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		t.Log(sc.Text())
-		lines = append(lines, sc.Text())
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("browser test failed: %v (screenshots in %s)", err, shots)
-	}
-	return lines
-}
-
-// browserTools returns node's path once node, Chromium and playwright-core
-// are there; it installs playwright-core with npm ci when only that is
-// missing. What cannot be had skips the test, or fails it under CI=true.
-func browserTools(t *testing.T) string {
-	t.Helper()
-	missing := func(what string) {
-		t.Helper()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s under CI=true (.ci/run installs it)", what)
-		}
-		t.Skip(what)
-	}
-	if testing.Short() {
-		t.Skip("the browser test is not short")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		missing("node is not installed")
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		missing(chromiumPath + " is missing: apt-get install -y chromium")
-	}
-	if _, err := os.Stat("e2e/node_modules/playwright-core/package.json"); errors.Is(err, os.ErrNotExist) {
-		npm, err := exec.LookPath("npm")
-		if err != nil {
-			missing("playwright-core is not installed and npm is missing: run npm ci in infra/dashboard/e2e")
-		}
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = "e2e"
-		if b, err := cmd.CombinedOutput(); err != nil {
-			missing("npm ci in infra/dashboard/e2e failed: " + err.Error() + "\n" + string(b))
-		}
-	}
-	return node
-}
-
-// repoRoot is the folder of go.mod above the test's folder.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above " + dir)
-		}
-		dir = parent
-	}
-}
-
 // TestDashboardApprovesAPlanInBrowser runs e2e/run.mjs with E2E_PLAN=1: in
 // Chromium it starts a research that must have its plan approved, sees the
 // sub-agent its root proposes on the run's page and on the timeline, and
@@ -254,7 +157,7 @@ func TestDashboardApprovesAPlanInBrowser(t *testing.T) {
 	node := browserTools(t)
 	s := startStack(t, 0, false)
 	var id int64
-	for _, line := range runE2E(t, node, s, []string{"E2E_PLAN=1"}) {
+	for _, line := range runScript(t, node, s, screenshotDir(t, ""), "run.mjs", []string{"E2E_PLAN=1"}) {
 		if v, ok := strings.CutPrefix(line, "planned run "); ok {
 			id, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}

@@ -1,10 +1,8 @@
 package dashboard_test
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,42 +58,7 @@ func TestDashboardShowsStepsAndTimeline(t *testing.T) {
 		t.Fatalf("giving the root's first tool result markup: %v (%d rows)", err, tag.RowsAffected())
 	}
 
-	shots := filepath.Join(repoRoot(t), ".data", "screenshots")
-	if d := os.Getenv("GB_SCREENSHOT_DIR"); d != "" {
-		shots = d
-		if !filepath.IsAbs(d) {
-			shots = filepath.Join(repoRoot(t), d)
-		}
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	runStepsE2E(t, node, s, shots, root.ID)
+	shots := screenshotDir(t, os.Getenv("GB_SCREENSHOT_DIR"))
+	runScript(t, node, s, shots, "steps.mjs", nil, strconv.FormatInt(root.ID, 10))
 	t.Logf("screenshots of the steps and the timeline: %s, %s", filepath.Join(shots, "steps.png"), filepath.Join(shots, "timeline.png"))
-}
-
-// runStepsE2E runs e2e/steps.mjs against the stack for the tree of root,
-// logging what it prints; the test fails unless every check passed.
-func runStepsE2E(t *testing.T, node string, s *stack, shots string, root int64) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "e2e/steps.mjs", s.srv.URL, s.key, strconv.FormatInt(root, 10))
-	cmd.Env = append(os.Environ(), "SCREENSHOT_DIR="+shots, "CHROMIUM="+chromiumPath)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		t.Log(sc.Text())
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the steps browser test failed: %v (screenshots in %s)", err, shots)
-	}
 }

@@ -13,67 +13,14 @@
 // nothing), closes it with Enter, and leaves the Sources list plain.
 // The screenshot citations.png goes to $SCREENSHOT_DIR. It prints
 // "ok: ..." per check and exits 0 when all pass.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { open, usage } from './lib.mjs';
 
 const [base, key, runArg] = process.argv.slice(2);
 const runID = Number(runArg);
-if (!base || !key || !runID) {
-  console.error('usage: node e2e/citations.mjs BASE_URL API_KEY RUN_ID');
-  process.exit(2);
-}
-const shots = process.env.SCREENSHOT_DIR || path.join(tmpdir(), 'gb-screenshots');
-mkdirSync(shots, { recursive: true });
-const t0 = Date.now();
-const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
-const deadline = setTimeout(() => { console.error('the citations browser test took over 90 s'); process.exit(1); }, 90_000);
-
-function check(ok, what) {
-  if (!ok) throw new Error('check failed: ' + what);
-  log('ok:', what);
-}
-
-async function api(p) {
-  const res = await fetch(base + p, { headers: { Authorization: 'Bearer ' + key } });
-  if (!res.ok) throw new Error(p + ': ' + res.status);
-  return res.json();
-}
-
-const profile = mkdtempSync(path.join(tmpdir(), 'gb-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1400, height: 1000 },
-});
-const page = context.pages()[0] || await context.newPage();
-const problems = [];
-page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-page.on('console', (m) => {
-  if (m.type() === 'error' && !/404 \(Not Found\)/.test(m.text())) problems.push('console error: ' + m.text());
-});
-
-let failed = false;
-try {
-  await run();
-} catch (e) {
-  failed = true;
-  console.error(e.stack || String(e));
-  await page.screenshot({ path: path.join(shots, 'citations-failure.png'), fullPage: true }).catch(() => {});
-} finally {
-  await context.close().catch(() => {});
-  rmSync(profile, { recursive: true, force: true });
-  clearTimeout(deadline);
-}
-if (!failed && problems.length) {
-  failed = true;
-  console.error(problems.join('\n'));
-}
-log(failed ? 'FAILED' : 'passed', '· screenshots in', shots);
-process.exit(failed ? 1 : 0);
+if (!base || !key || !runID) usage('node e2e/citations.mjs BASE_URL API_KEY RUN_ID');
+const { page, shots, check, api, signIn, finish } = await open({ name: 'the citations browser test', base, key, seconds: 90 });
+await finish(run, 'citations-failure.png');
 
 async function run() {
   const checked = await api('/v1/gb/research/' + runID + '/citations');
@@ -81,10 +28,7 @@ async function run() {
   check(pairs.length >= 2 && pairs[0].verdict === 'unsupported' && /<img/.test(pairs[0].passage),
     'the API lists the check: ' + pairs.length + ' claim–source pairs, the first unsupported with markup in its passage');
 
-  await page.goto(base + '/ui');
-  await page.fill('#api-key', key);
-  await page.click('#sign-in button[type=submit]');
-  await page.waitForSelector('#runs');
+  await signIn();
   await page.goto(base + '/ui/#/runs/' + runID);
   await page.waitForSelector('#report-body[data-citations="decorated"] .cite');
 

@@ -26,11 +26,9 @@
 // approves its plan with the run page's approve button ("planned run N").
 // It prints "started run N" (or "asked run N") and exits 0 when every
 // check passes.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { open, usage } from './lib.mjs';
 
 // The demo topic of `gb demo` (cmd/gb/demo.go): three parts, so the
 // offline policy spawns three sub-agents.
@@ -38,49 +36,23 @@ const demoTopic = 'How do goroutines and channels synchronize work, and how does
   'cancellation and deadlines, and how does net/http serve HTTP requests?';
 
 const [base, key, xssRun, timedOutRun] = process.argv.slice(2);
-if (!base || !key) {
-  console.error('usage: node e2e/run.mjs BASE_URL API_KEY [XSS_RUN_ID [TIMED_OUT_RUN_ID]]');
-  process.exit(2);
-}
+if (!base || !key) usage('node e2e/run.mjs BASE_URL API_KEY [XSS_RUN_ID [TIMED_OUT_RUN_ID]]');
 const here = path.dirname(fileURLToPath(import.meta.url));
-const shots = process.env.SCREENSHOT_DIR || path.resolve(here, '../../../.data/screenshots');
-mkdirSync(shots, { recursive: true });
-const t0 = Date.now();
-const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
-
-// The whole run is bounded, whatever hangs.
-const deadline = setTimeout(() => { console.error('browser test took over 120 s'); process.exit(1); }, 120_000);
-
-function check(ok, what) {
-  if (!ok) throw new Error('check failed: ' + what);
-  log('ok:', what);
-}
 
 // The browser's locale and time zone; dates on the page must be written
 // the way this locale writes them.
 const locale = { name: 'de-DE', timeZone: 'Europe/Berlin' };
 const localDateTime = (s) => new Date(s).toLocaleString(locale.name, { timeZone: locale.timeZone });
 
-const profile = mkdtempSync(path.join(tmpdir(), 'gb-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1400, height: 1000 },
+// The whole run is bounded, whatever hangs.
+const { page, shots, t0, log, problems, check, api: apiGet, enterKey, finish } = await open({
+  name: 'the browser test', base, key, seconds: 120,
+  shots: process.env.SCREENSHOT_DIR || path.resolve(here, '../../../.data/screenshots'),
   // Not the locale of the machine or of en-GB: dates must follow it.
-  locale: locale.name,
-  timezoneId: locale.timeZone,
-});
-const page = context.pages()[0] || await context.newPage();
-const problems = [];
-page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-page.on('console', (m) => {
+  options: { locale: locale.name, timezoneId: locale.timeZone },
   // The sources route answers 404 on a server that does not have it, and the
   // dashboard hides the panel then; the browser logs the 404 all the same.
-  if (m.type() === 'error' && !/sources\?tree=true|404 \(Not Found\)/.test(m.text() + (m.location().url || ''))) {
-    problems.push('console error: ' + m.text());
-  }
+  ignore: (m) => /sources\?tree=true|404 \(Not Found\)/.test(m.text() + (m.location().url || '')),
 });
 // requests records the API requests the page makes: method and URL.
 const requests = [];
@@ -93,24 +65,7 @@ await page.addInitScript(() => {
   document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));
 });
 
-let failed = false;
-try {
-  await (process.env.E2E_ASK === '1' ? runAsk() : process.env.E2E_PLAN === '1' ? runPlan() : run());
-} catch (e) {
-  failed = true;
-  console.error(e.stack || String(e));
-  await page.screenshot({ path: path.join(shots, 'failure.png'), fullPage: true }).catch(() => {});
-} finally {
-  await context.close().catch(() => {});
-  rmSync(profile, { recursive: true, force: true });
-  clearTimeout(deadline);
-}
-if (!failed && problems.length) {
-  failed = true;
-  console.error(problems.join('\n'));
-}
-log(failed ? 'FAILED' : 'passed', '· screenshots in', shots);
-process.exit(failed ? 1 : 0);
+await finish(process.env.E2E_ASK === '1' ? runAsk : process.env.E2E_PLAN === '1' ? runPlan : run, 'failure.png');
 
 // signIn opens the dashboard, checks its headers, is refused with a wrong
 // key and signs in with the right one, kept in the session only.
@@ -130,9 +85,7 @@ async function signIn() {
   check(/not valid/.test(await page.textContent('#sign-in-note')), 'a wrong key is refused');
   // The browser logs the refused request; it was meant to be refused.
   for (let i = problems.length - 1; i >= 0; i--) if (/status of 401/.test(problems[i])) problems.splice(i, 1);
-  await page.fill('#api-key', key);
-  await page.click('#sign-in button[type=submit]');
-  await page.waitForSelector('#runs');
+  await enterKey();
   const stored = await page.evaluate(() => ({ session: sessionStorage.getItem('gb.apiKey'), local: localStorage.length, cookie: document.cookie }));
   check(stored.session === key && stored.local === 0 && stored.cookie === '', 'the key is in sessionStorage only');
   await page.screenshot({ path: path.join(shots, 'runs.png') });
@@ -354,13 +307,6 @@ async function checkPlanApproval() {
   const decided = await page.$$eval('#events-body tr[data-kind="plan_decided"] td.detail', (tds) => tds.map((td) => td.textContent));
   check(decided.length === 1 && decided[0] === 'approved by its owner', 'the timeline shows the decision once: ' + JSON.stringify(decided));
   await page.screenshot({ path: path.join(shots, 'planned.png'), fullPage: true });
-}
-
-// apiGet reads path from the API with the test's key, outside the page.
-async function apiGet(p) {
-  const res = await fetch(base + p, { headers: { Authorization: 'Bearer ' + key } });
-  if (!res.ok) throw new Error('GET ' + p + ': ' + res.status);
-  return res.json();
 }
 
 // checkEventNumbers checks the # column of the events of tree rootID: the

@@ -14,78 +14,21 @@
 // for its sub-agents as a park, and spawns, reports and messages as arrows.
 // Screenshots steps.png and timeline.png go to $SCREENSHOT_DIR. It prints
 // "ok: ..." per check and exits 0 when all pass.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { open, usage } from './lib.mjs';
 
 const [base, key, rootArg] = process.argv.slice(2);
 const rootID = Number(rootArg);
-if (!base || !key || !rootID) {
-  console.error('usage: node e2e/steps.mjs BASE_URL API_KEY ROOT_RUN_ID');
-  process.exit(2);
-}
-const shots = process.env.SCREENSHOT_DIR || path.join(tmpdir(), 'gb-screenshots');
-mkdirSync(shots, { recursive: true });
-const t0 = Date.now();
-const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
-const deadline = setTimeout(() => { console.error('the steps browser test took over 90 s'); process.exit(1); }, 90_000);
-
-function check(ok, what) {
-  if (!ok) throw new Error('check failed: ' + what);
-  log('ok:', what);
-}
-
-// api reads the API as the test's own client, to compare the page with.
-async function api(p) {
-  const res = await fetch(base + p, { headers: { Authorization: 'Bearer ' + key } });
-  if (!res.ok) throw new Error(p + ': ' + res.status);
-  return res.json();
-}
-
-const profile = mkdtempSync(path.join(tmpdir(), 'gb-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1400, height: 1000 },
-});
-const page = context.pages()[0] || await context.newPage();
-const problems = [];
-page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-page.on('console', (m) => {
-  if (m.type() === 'error' && !/404 \(Not Found\)/.test(m.text())) problems.push('console error: ' + m.text());
-});
-
-let failed = false;
-try {
-  await run();
-} catch (e) {
-  failed = true;
-  console.error(e.stack || String(e));
-  await page.screenshot({ path: path.join(shots, 'steps-failure.png'), fullPage: true }).catch(() => {});
-} finally {
-  await context.close().catch(() => {});
-  rmSync(profile, { recursive: true, force: true });
-  clearTimeout(deadline);
-}
-if (!failed && problems.length) {
-  failed = true;
-  console.error(problems.join('\n'));
-}
-log(failed ? 'FAILED' : 'passed', '· screenshots in', shots);
-process.exit(failed ? 1 : 0);
+if (!base || !key || !rootID) usage('node e2e/steps.mjs BASE_URL API_KEY ROOT_RUN_ID');
+const { page, shots, check, api, signIn, finish } = await open({ name: 'the steps browser test', base, key, seconds: 90 });
+await finish(run, 'steps-failure.png');
 
 async function run() {
   const tree = await api('/v1/gb/research/' + rootID + '/tree');
   const own = await api('/v1/gb/research/' + rootID + '/steps?run=' + rootID + '&order=asc&limit=100');
   check(tree.runs.length >= 2 && own.steps.length >= 2, 'the tree has sub-agents and its root has steps: ' + tree.runs.length + ' agents');
 
-  await page.goto(base + '/ui');
-  await page.fill('#api-key', key);
-  await page.click('#sign-in button[type=submit]');
-  await page.waitForSelector('#runs');
+  await signIn();
   await page.goto(base + '/ui/#/runs/' + rootID);
   await page.waitForSelector('#live.ended');
   await page.waitForFunction((n) => document.querySelectorAll('#steps-body details.step').length === n, own.steps.length);
