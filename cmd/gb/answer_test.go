@@ -142,13 +142,7 @@ func TestMCPAnswersAQuestion(t *testing.T) {
 	s := startAskStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.Command(s.bin, "mcp")
-	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
-	client := mcp.NewClient(&mcp.Implementation{Name: "gb-test", Version: "1"}, nil)
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connecting to gb mcp: %v", err)
-	}
+	session := s.mcpSession(t, ctx)
 	defer session.Close()
 	started := callTool(t, ctx, session, "start_research", map[string]any{"topic": "Which version?", "interactive": true,
 		"answer_timeout_seconds": 3600})

@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/gbresearch/gb/jobs"
 )
@@ -62,13 +58,7 @@ func TestResearchCitations(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.Command(s.bin, "mcp")
-	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "gb-test", Version: "1"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	session := s.mcpSession(t, ctx)
 	defer session.Close()
 	tools, err := session.ListTools(ctx, nil)
 	if err != nil {

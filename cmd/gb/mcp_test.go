@@ -21,13 +21,7 @@ func TestMCPServerStartsAndReadsAResearch(t *testing.T) {
 	s := startCLIStack(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.Command(s.bin, "mcp")
-	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
-	client := mcp.NewClient(&mcp.Implementation{Name: "gb-test", Version: "1"}, nil)
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connecting to gb mcp: %v", err)
-	}
+	session := s.mcpSession(t, ctx)
 	defer session.Close()
 
 	tools, err := session.ListTools(ctx, nil)
@@ -72,6 +66,22 @@ func TestMCPServerStartsAndReadsAResearch(t *testing.T) {
 	}
 }
 
+// mcpSession connects the SDK's client to `gb mcp`, started with the
+// stack's API and key; the caller closes the session.
+func (s *cliStack) mcpSession(t *testing.T, ctx context.Context) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(s.bin, "mcp")
+	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "gb-test", Version: "1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connecting to gb mcp: %v", err)
+	}
+	return session
+}
+
+// callTool calls tool name with a and returns its structured answer; a
+// failed call or a tool error fails the test.
 func callTool(t *testing.T, ctx context.Context, s *mcp.ClientSession, name string, a map[string]any) map[string]any {
 	t.Helper()
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,13 +107,7 @@ func TestMCPDecidesAPlan(t *testing.T) {
 	s := startModelStack(t, planModel{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.Command(s.bin, "mcp")
-	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
-	client := mcp.NewClient(&mcp.Implementation{Name: "gb-test", Version: "1"}, nil)
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connecting to gb mcp: %v", err)
-	}
+	session := s.mcpSession(t, ctx)
 	defer session.Close()
 	started := callTool(t, ctx, session, "start_research", map[string]any{"topic": "Which router?", "approve_plan": true})
 	id, _ := started["id"].(float64)

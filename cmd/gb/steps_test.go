@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -91,13 +89,7 @@ func TestMCPGetSteps(t *testing.T) {
 	id := finishedResearch(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.Command(s.bin, "mcp")
-	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
-	client := mcp.NewClient(&mcp.Implementation{Name: "gb-test", Version: "1"}, nil)
-	session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connecting to gb mcp: %v", err)
-	}
+	session := s.mcpSession(t, ctx)
 	defer session.Close()
 	tools, err := session.ListTools(ctx, nil)
 	if err != nil {
