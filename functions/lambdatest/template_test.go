@@ -15,8 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gbresearch/gb/functions/lambdatest"
 	"github.com/gbresearch/gb/functions/scheduler/schedule"
 	"github.com/gbresearch/gb/functions/worker/work"
@@ -54,20 +52,8 @@ type template struct {
 
 func loadTemplate(t *testing.T) *template {
 	t.Helper()
-	root := lambdatest.ModuleRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("template.yaml: %v", err)
-	}
-	m, ok := longForm(doc.Content[0]).(map[string]any)
-	if !ok {
-		t.Fatal("template.yaml is not a mapping")
-	}
-	tpl := &template{root: root, Resources: map[string]map[string]any{}}
+	m := lambdatest.Template(t)
+	tpl := &template{root: lambdatest.ModuleRoot(t), Resources: map[string]map[string]any{}}
 	tpl.Globals, _ = m["Globals"].(map[string]any)
 	tpl.Parameters, _ = m["Parameters"].(map[string]any)
 	tpl.Mappings, _ = m["Mappings"].(map[string]any)
@@ -79,49 +65,12 @@ func loadTemplate(t *testing.T) *template {
 	return tpl
 }
 
-// longForm turns a YAML node into Go values, short tags into long forms.
-func longForm(n *yaml.Node) any {
-	var v any
-	switch n.Kind {
-	case yaml.MappingNode:
-		m := map[string]any{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			m[n.Content[i].Value] = longForm(n.Content[i+1])
-		}
-		v = m
-	case yaml.SequenceNode:
-		s := []any{}
-		for _, c := range n.Content {
-			s = append(s, longForm(c))
-		}
-		v = s
-	case yaml.AliasNode:
-		return longForm(n.Alias)
-	default:
-		v = n.Value
-	}
-	if tag, ok := strings.CutPrefix(n.Tag, "!"); ok && !strings.HasPrefix(tag, "!") {
-		if tag == "Ref" {
-			return map[string]any{"Ref": v}
-		}
-		if s, isStr := v.(string); isStr && tag == "GetAtt" {
-			v = strings.SplitN(s, ".", 2)
-		}
-		return map[string]any{"Fn::" + tag: v}
-	}
-	return v
-}
-
-func dig(v any, path ...string) any {
-	for _, p := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[p]
-	}
-	return v
-}
+// The template's helpers, shared with the other tests of template.yaml.
+var (
+	dig        = lambdatest.Dig
+	statements = lambdatest.Statements
+	toStrings  = lambdatest.ToStrings
+)
 
 func (tpl *template) functions() map[string]map[string]any {
 	out := map[string]map[string]any{}
@@ -524,40 +473,6 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
-}
-
-// statements returns every IAM statement in a function's policies,
-// whichever branch of a condition it is in.
-func statements(v any) []map[string]any {
-	var out []map[string]any
-	switch x := v.(type) {
-	case map[string]any:
-		if _, ok := x["Action"]; ok {
-			return []map[string]any{x}
-		}
-		for _, c := range x {
-			out = append(out, statements(c)...)
-		}
-	case []any:
-		for _, c := range x {
-			out = append(out, statements(c)...)
-		}
-	}
-	return out
-}
-
-func toStrings(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var out []string
-		for _, e := range x {
-			out = append(out, fmt.Sprint(e))
-		}
-		return out
-	}
-	return nil
 }
 
 func TestTemplateLeastPrivilege(t *testing.T) {

@@ -2,14 +2,12 @@ package bedrock_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"github.com/gbresearch/gb/functions/lambdatest"
 )
 
 // The worker's role may invoke exactly the configured Bedrock models, and
@@ -108,15 +106,7 @@ type noValue struct{}
 
 func loadTemplate(t *testing.T, params map[string]string, pseudo map[string]any) *template {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var node yaml.Node
-	if err := yaml.Unmarshal(b, &node); err != nil {
-		t.Fatal(err)
-	}
-	tpl := &template{doc: longForm(node.Content[0]).(map[string]any), params: pseudo, conditions: map[string]bool{}}
+	tpl := &template{doc: lambdatest.Template(t), params: pseudo, conditions: map[string]bool{}}
 	tpl.params["AWS::NoValue"] = noValue{}
 	for name, p := range dig(tpl.doc, "Parameters").(map[string]any) {
 		v, ok := params[name]
@@ -139,33 +129,12 @@ func loadTemplate(t *testing.T, params map[string]string, pseudo map[string]any)
 	return tpl
 }
 
-// longForm turns a YAML node into Go values, short tags into long forms.
-func longForm(n *yaml.Node) any {
-	var v any
-	switch n.Kind {
-	case yaml.MappingNode:
-		m := map[string]any{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			m[n.Content[i].Value] = longForm(n.Content[i+1])
-		}
-		v = m
-	case yaml.SequenceNode:
-		s := []any{}
-		for _, c := range n.Content {
-			s = append(s, longForm(c))
-		}
-		v = s
-	default:
-		v = n.Value
-	}
-	if tag, ok := strings.CutPrefix(n.Tag, "!"); ok && !strings.HasPrefix(tag, "!") {
-		if tag == "Ref" || tag == "Condition" {
-			return map[string]any{tag: v}
-		}
-		return map[string]any{"Fn::" + tag: v}
-	}
-	return v
-}
+// The helpers of the tests of template.yaml.
+var (
+	dig        = lambdatest.Dig
+	statements = lambdatest.Statements
+	toStrings  = lambdatest.ToStrings
+)
 
 // eval resolves the intrinsic functions of v that a policy and an
 // environment use: Ref, Condition, Fn::If, Fn::Equals, Fn::Not, Fn::And,
@@ -275,51 +244,4 @@ func (t *template) functions() map[string]any {
 		}
 	}
 	return out
-}
-
-func dig(v any, path ...string) any {
-	for _, p := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[p]
-	}
-	return v
-}
-
-// statements are the IAM statements in resolved policies.
-func statements(v any) []map[string]any {
-	switch x := v.(type) {
-	case map[string]any:
-		if _, ok := x["Action"]; ok {
-			return []map[string]any{x}
-		}
-		var out []map[string]any
-		for _, c := range x {
-			out = append(out, statements(c)...)
-		}
-		return out
-	case []any:
-		var out []map[string]any
-		for _, c := range x {
-			out = append(out, statements(c)...)
-		}
-		return out
-	}
-	return nil
-}
-
-func toStrings(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var out []string
-		for _, e := range x {
-			out = append(out, fmt.Sprint(e))
-		}
-		return out
-	}
-	return nil
 }
