@@ -138,12 +138,3 @@ func textProblem(s string, max int) string {
 	}
 	return ""
 }
-
-// checkText is the check of every text argument a tool stores or sends:
-// 1 to max characters that Postgres can store, as a toolError naming field.
-func checkText(field, s string, max int) error {
-	if p := textProblem(s, max); p != "" {
-		return toolErrorf("%s %s", field, p)
-	}
-	return nil
-}
