@@ -140,10 +140,7 @@ func TestCLIAnswersAQuestionWhileFollowing(t *testing.T) {
 func TestMCPAnswersAQuestion(t *testing.T) {
 	t.Parallel()
 	s := startAskStack(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	session := s.mcpSession(t, ctx)
-	defer session.Close()
+	ctx, session := s.mcpSession(t)
 	started := callTool(t, ctx, session, "start_research", map[string]any{"topic": "Which version?", "interactive": true,
 		"answer_timeout_seconds": 3600})
 	id, _ := started["id"].(float64)

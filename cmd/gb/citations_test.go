@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -56,10 +55,7 @@ func TestResearchCitations(t *testing.T) {
 		t.Errorf("get does not show the citations row:\n%s", out)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	session := s.mcpSession(t, ctx)
-	defer session.Close()
+	ctx, session := s.mcpSession(t)
 	tools, err := session.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

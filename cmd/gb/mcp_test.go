@@ -19,10 +19,7 @@ import (
 func TestMCPServerStartsAndReadsAResearch(t *testing.T) {
 	t.Parallel()
 	s := startCLIStack(t, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	session := s.mcpSession(t, ctx)
-	defer session.Close()
+	ctx, session := s.mcpSession(t)
 
 	tools, err := session.ListTools(ctx, nil)
 	if err != nil {
@@ -67,9 +64,12 @@ func TestMCPServerStartsAndReadsAResearch(t *testing.T) {
 }
 
 // mcpSession connects the SDK's client to `gb mcp`, started with the
-// stack's API and key; the caller closes the session.
-func (s *cliStack) mcpSession(t *testing.T, ctx context.Context) *mcp.ClientSession {
+// stack's API and key, and returns the session with a context that ends
+// 60 s on; both end with the test.
+func (s *cliStack) mcpSession(t *testing.T) (context.Context, *mcp.ClientSession) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
 	cmd := exec.Command(s.bin, "mcp")
 	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
 	session, err := mcp.NewClient(&mcp.Implementation{Name: "gb-test", Version: "1"}, nil).
@@ -77,7 +77,8 @@ func (s *cliStack) mcpSession(t *testing.T, ctx context.Context) *mcp.ClientSess
 	if err != nil {
 		t.Fatalf("connecting to gb mcp: %v", err)
 	}
-	return session
+	t.Cleanup(func() { _ = session.Close() })
+	return ctx, session
 }
 
 // callTool calls tool name with a and returns its structured answer; a

@@ -105,10 +105,7 @@ func TestCLIDecidesAPlan(t *testing.T) {
 func TestMCPDecidesAPlan(t *testing.T) {
 	t.Parallel()
 	s := startModelStack(t, planModel{})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	session := s.mcpSession(t, ctx)
-	defer session.Close()
+	ctx, session := s.mcpSession(t)
 	started := callTool(t, ctx, session, "start_research", map[string]any{"topic": "Which router?", "approve_plan": true})
 	id, _ := started["id"].(float64)
 	if id <= 0 || started["approve_plan"] != true {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,10 +85,7 @@ func TestMCPGetSteps(t *testing.T) {
 	t.Parallel()
 	s := startCLIStack(t, 0)
 	id := finishedResearch(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	session := s.mcpSession(t, ctx)
-	defer session.Close()
+	ctx, session := s.mcpSession(t)
 	tools, err := session.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
