@@ -14,11 +14,9 @@
 // The screenshot citations.png goes to $SCREENSHOT_DIR. It prints
 // "ok: ..." per check and exits 0 when all pass.
 import path from 'node:path';
-import { open, usage } from './lib.mjs';
+import { open, runArgs } from './lib.mjs';
 
-const [base, key, runArg] = process.argv.slice(2);
-const runID = Number(runArg);
-if (!base || !key || !runID) usage('node e2e/citations.mjs BASE_URL API_KEY RUN_ID');
+const { base, key, id: runID } = runArgs('node e2e/citations.mjs BASE_URL API_KEY RUN_ID');
 const { page, shots, check, api, signIn, finish } = await open({ name: 'the citations browser test', base, key, seconds: 90 });
 await finish(run, 'citations-failure.png');
 

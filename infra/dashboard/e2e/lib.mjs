@@ -14,6 +14,14 @@ export function usage(line) {
   process.exit(2);
 }
 
+// runArgs reads BASE_URL API_KEY RUN_ID from the command line; without
+// them, or with a RUN_ID that is no number, it prints usage and exits 2.
+export function runArgs(line) {
+  const [base, key, id] = process.argv.slice(2);
+  if (!base || !key || !Number(id)) usage(line);
+  return { base, key, id: Number(id) };
+}
+
 // notFound passes the console errors of 404 answers, which a browser logs
 // for a route the page knows may be missing.
 const notFound = (m) => /404 \(Not Found\)/.test(m.text());

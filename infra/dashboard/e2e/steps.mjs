@@ -15,11 +15,9 @@
 // Screenshots steps.png and timeline.png go to $SCREENSHOT_DIR. It prints
 // "ok: ..." per check and exits 0 when all pass.
 import path from 'node:path';
-import { open, usage } from './lib.mjs';
+import { open, runArgs } from './lib.mjs';
 
-const [base, key, rootArg] = process.argv.slice(2);
-const rootID = Number(rootArg);
-if (!base || !key || !rootID) usage('node e2e/steps.mjs BASE_URL API_KEY ROOT_RUN_ID');
+const { base, key, id: rootID } = runArgs('node e2e/steps.mjs BASE_URL API_KEY ROOT_RUN_ID');
 const { page, shots, check, api, signIn, finish } = await open({ name: 'the steps browser test', base, key, seconds: 90 });
 await finish(run, 'steps-failure.png');
 
