@@ -318,6 +318,10 @@ func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) erro
 		WHERE id = $1`, parent.ID); err != nil {
 		return fmt.Errorf("error resuming run %d: %w", parent.ID, err)
 	}
+	// Its state history says so, as a resume by a message or an answer does.
+	if err := addState(ctx, tx, parent.ID, StateThinking, parent.Steps+1); err != nil {
+		return err
+	}
 	if err := addEvent(ctx, tx, parent, EventResumed, nil); err != nil {
 		return err
 	}

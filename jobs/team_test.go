@@ -248,6 +248,16 @@ func TestParkedParentsHoldNoJobAndResumeOnce(t *testing.T) {
 	if resumed != roots {
 		t.Fatalf("%d resumes for %d roots, want exactly one each", resumed, roots)
 	}
+	// The state history of each resumed root says it went back to thinking.
+	var rethought int
+	if err := b.pool.QueryRow(ctx, `SELECT count(DISTINCT w.run_id) FROM gb_agent_research_states w
+		JOIN gb_agent_research_states th ON th.run_id = w.run_id AND th.id > w.id AND th.state = 'thinking'
+		WHERE w.run_id = ANY($1) AND w.state = 'waiting'`, ids).Scan(&rethought); err != nil {
+		t.Fatal(err)
+	}
+	if rethought != roots {
+		t.Fatalf("%d of %d resumed roots have thinking after waiting in their state history", rethought, roots)
+	}
 }
 
 func TestEndingParentCancelsWorkingChildrenFirst(t *testing.T) {
