@@ -226,8 +226,8 @@ func checkField(fv reflect.Value, f argField) error {
 	return nil
 }
 
-// checkLength checks a text's length in characters against the declared
-// bounds; with a min of 1, it is checkText's message.
+// checkLength checks a text's length in characters (runes) against the
+// declared bounds, with a message that names the field and its limits.
 func checkLength(f argField, s string) error {
 	n := utf8.RuneCountInString(s)
 	switch {
