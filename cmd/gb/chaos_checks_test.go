@@ -268,9 +268,8 @@ func (c *chaos) checkMessages(ids []int64) {
 		if _, ok := got[k]; ok {
 			continue
 		}
-		line := fmt.Sprintf("From %s (run %d): %s", m.name, m.from, m.text)
 		for _, r := range read[m.to] {
-			got[k] += strings.Count(r, line)
+			got[k] += countMessage(r, m.name, m.from, m.text)
 		}
 	}
 	for k, n := range got {
@@ -455,4 +454,27 @@ func deref(s *string) string {
 		return "deleted"
 	}
 	return *s
+}
+
+// countMessage counts the times a read_messages result holds the message
+// text from name (run from): its header line, then the text alone inside
+// its labelled untrusted block.
+func countMessage(result, name string, from int64, text string) int {
+	head := fmt.Sprintf("From %s (run %d):\n<<<UNTRUSTED WEB CONTENT: message from %s (run %d)", name, from, name, from)
+	n := 0
+	for rest := result; ; {
+		i := strings.Index(rest, head)
+		if i < 0 {
+			return n
+		}
+		rest = rest[i+len(head):]
+		_, body, ok := strings.Cut(rest, ">>>\n")
+		if !ok {
+			return n
+		}
+		body, _, ok = strings.Cut(body, "\n<<<END UNTRUSTED WEB CONTENT>>>")
+		if ok && body == strings.TrimSpace(text) {
+			n++
+		}
+	}
 }
