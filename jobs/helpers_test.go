@@ -188,3 +188,17 @@ func answeredInOrder(msgs []llm.Message) error {
 	}
 	return nil
 }
+
+// newUser creates the user name, with a key, and returns its id.
+func newUser(t *testing.T, pool *pgxpool.Pool, name string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := jobs.CreateKey(ctx, pool, name); err != nil {
+		t.Fatal(err)
+	}
+	id, err := jobs.UserID(ctx, pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

@@ -223,13 +223,7 @@ func TestAnswerToAnotherUsersRunIsNotFound(t *testing.T) {
 	b := setup(t, setupOpts{model: m.model()})
 	ctx := context.Background()
 	root := startAsker(t, b, 0)
-	if _, err := jobs.CreateKey(ctx, b.pool, "mallory"); err != nil {
-		t.Fatal(err)
-	}
-	other, err := jobs.UserID(ctx, b.pool, "mallory")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := newUser(t, b.pool, "mallory")
 	if _, err := b.agent.Answer(ctx, other, root.ID, "not yours"); !errors.Is(err, jobs.ErrNotFound) {
 		t.Errorf("another user's answer: %v, want ErrNotFound", err)
 	}

@@ -269,13 +269,7 @@ func TestPlanDecisionOfAnotherUserIsNotFoundAndBadDecisionsAreRefused(t *testing
 	b := setup(t, setupOpts{model: m.model()})
 	ctx := context.Background()
 	root := startPlanner(t, b, 0)
-	if _, err := jobs.CreateKey(ctx, b.pool, "mallory"); err != nil {
-		t.Fatal(err)
-	}
-	other, err := jobs.UserID(ctx, b.pool, "mallory")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := newUser(t, b.pool, "mallory")
 	approve := jobs.PlanDecision{Decision: jobs.DecisionApprove}
 	if _, err := b.agent.DecidePlan(ctx, other, root.ID, approve); !errors.Is(err, jobs.ErrNotFound) {
 		t.Errorf("another user's decision: %v, want ErrNotFound", err)

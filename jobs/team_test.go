@@ -194,13 +194,7 @@ func TestParkedParentsHoldNoJobAndResumeOnce(t *testing.T) {
 	var ids []int64
 	for i := 0; i < roots; i++ {
 		// Each root belongs to its own user: the per-user limit is 3.
-		if _, err := jobs.CreateKey(ctx, b.pool, fmt.Sprintf("u%d", i)); err != nil {
-			t.Fatal(err)
-		}
-		uid, err := jobs.UserID(ctx, b.pool, fmt.Sprintf("u%d", i))
-		if err != nil {
-			t.Fatal(err)
-		}
+		uid := newUser(t, b.pool, fmt.Sprintf("u%d", i))
 		run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: uid, Topic: fmt.Sprintf("root %d", i)})
 		if err != nil {
 			t.Fatal(err)
