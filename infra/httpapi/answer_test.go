@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gbresearch/gb/jobs"
@@ -64,21 +63,9 @@ func TestAnswerResumesOnceUnderConcurrentAnswers(t *testing.T) {
 		got["state"] != "input_required" {
 		t.Fatalf("the parked run: %d %v", code, got)
 	}
-	codes := make([]int, answers)
-	bodies := make([]map[string]any, answers)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range answers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			codes[i], bodies[i] = b.call(t, b.alice, "POST", "/v1/gb/research/"+id+"/answer",
-				fmt.Sprintf(`{"text":"Go 1.%d"}`, i))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	codes, bodies := b.callAtOnce(t, b.alice, "POST", "/v1/gb/research/"+id+"/answer", answers, func(i int) string {
+		return fmt.Sprintf(`{"text":"Go 1.%d"}`, i)
+	})
 	won := 0
 	for i, c := range codes {
 		switch {

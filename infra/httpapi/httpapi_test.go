@@ -136,6 +136,26 @@ func (b *testBundle) call(t testing.TB, key, method, path, body string) (int, ma
 	return resp.StatusCode, out
 }
 
+// callAtOnce makes n calls released together, the i-th with body(i), and
+// returns their codes and answers in that order.
+func (b *testBundle) callAtOnce(t testing.TB, key, method, path string, n int, body func(i int) string) ([]int, []map[string]any) {
+	codes := make([]int, n)
+	bodies := make([]map[string]any, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			codes[i], bodies[i] = b.call(t, key, method, path, body(i))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return codes, bodies
+}
+
 func TestFiftyConcurrentPostsAcceptExactlyThree(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

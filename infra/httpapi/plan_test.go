@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -55,21 +54,9 @@ func TestPlanDecisionResumesOnceUnderConcurrentDecisions(t *testing.T) {
 		len(plan["subagents"].([]any)) != 2 || got["question"] != nil {
 		t.Fatalf("the parked run: %d %v", code, got)
 	}
-	codes := make([]int, decisions)
-	bodies := make([]map[string]any, decisions)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range decisions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			codes[i], bodies[i] = b.call(t, b.alice, "POST", "/v1/gb/research/"+id+"/plan",
-				fmt.Sprintf(`{"decision":"approve","subagents":[{"name":"e%d","reason":"r","task":"t"}],"note":"n"}`, i))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	codes, bodies := b.callAtOnce(t, b.alice, "POST", "/v1/gb/research/"+id+"/plan", decisions, func(i int) string {
+		return fmt.Sprintf(`{"decision":"approve","subagents":[{"name":"e%d","reason":"r","task":"t"}],"note":"n"}`, i)
+	})
 	won := -1
 	for i, c := range codes {
 		switch {
