@@ -14,8 +14,20 @@ const (
 	Supported   Verdict = "supported"
 	Weak        Verdict = "weak"
 	Unsupported Verdict = "unsupported"
-	Unread      Verdict = "unread"
-	Uncited     Verdict = "uncited"
+	// Contradicted is a passage that says the opposite of the claim (a
+	// negation the passage lacks, subject and object swapped), or a
+	// judge's "contradicted".
+	Contradicted Verdict = "contradicted"
+	Unread       Verdict = "unread"
+	// NoSources is a cited claim of a report whose sources section could
+	// not be parsed: the claim is not checked, and not counted unread.
+	NoSources Verdict = "no_sources"
+	Uncited   Verdict = "uncited"
+	// Inference is a claim the report marks as its writer's inference,
+	// and Absence a claim that a source says nothing of something; both
+	// are counted apart and never flagged.
+	Inference Verdict = "inference"
+	Absence   Verdict = "absence"
 )
 
 // rank orders verdicts from best (0) to worst.
@@ -84,6 +96,10 @@ type Pair struct {
 	Passage string  `json:"passage,omitempty"`
 	Score   float64 `json:"score"`
 	Reason  string  `json:"reason,omitempty"`
+	// Passages are the source's best passages for the claim, best first
+	// (Passage is the first), for a judge to read; bounded in number and
+	// length.
+	Passages []string `json:"-"`
 }
 
 // Counts are a report's claims by verdict; every claim is counted once,
@@ -95,6 +111,12 @@ type Counts struct {
 	Unsupported int `json:"unsupported"`
 	Unread      int `json:"unread"`
 	Uncited     int `json:"uncited"`
+	// Contradicted, NoSources, Inference and Absence count the claims of
+	// those verdicts.
+	Contradicted int `json:"contradicted,omitempty"`
+	NoSources    int `json:"no_sources,omitempty"`
+	Inference    int `json:"inference,omitempty"`
+	Absence      int `json:"absence,omitempty"`
 }
 
 // Result is the check of one report.
@@ -103,6 +125,9 @@ type Result struct {
 	Pairs   []Pair  `json:"pairs"`
 	Sources []Entry `json:"sources"`
 	Counts  Counts  `json:"counts"`
+	// SourcesUnparsed is true when the report cites markers but no entry
+	// of a sources section could be parsed.
+	SourcesUnparsed bool `json:"sources_unparsed,omitempty"`
 }
 
 // Check checks every citation of a report against the documents its
