@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -108,6 +109,27 @@ func TestPanicOnTheLastAttemptEndsTheRun(t *testing.T) {
 	}
 	if got := jobStates(t, b.pool, run.ID); len(got) != 1 || got[0] != "completed:5" {
 		t.Fatalf("jobs %v", got)
+	}
+}
+
+// TestTheLastAttemptsErrorNamesTheStepThatFailed: a job makes its run's
+// steps in a row, so the step its last attempt failed on is the run's
+// next, not the job's first.
+func TestTheLastAttemptsErrorNamesTheStepThatFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	run := queueAtLastAttempt(t, b)
+	startWorker(t, b.pool, &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		if turns(req) < 2 {
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("remember",
+				fmt.Sprintf(`{"title":"note %d","text":"a finding"}`, turns(req)))}}, nil
+		}
+		return llm.Message{}, errors.New("the model's answer was cut off")
+	}}, jobs.Config{}, nil)
+	done := waitEnded(t, b.pool, run.ID, 20*time.Second)
+	if done.Status != jobs.StatusFailed || done.Steps != 2 ||
+		!strings.Contains(done.Error, "step 3 failed after 5 attempts: ") {
+		t.Fatalf("%s after %d steps, %q; want failed at step 3", done.Status, done.Steps, done.Error)
 	}
 }
 
