@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -207,7 +208,7 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 // the model replied.
 func outcomeOf(env *toolEnv, reply llm.Message) outcome {
 	switch {
-	case len(reply.ToolCalls) == 0 && reply.Content != "":
+	case len(reply.ToolCalls) == 0 && strings.TrimSpace(reply.Content) != "":
 		return succeeded
 	case len(reply.ToolCalls) == 0:
 		return noReport
@@ -250,7 +251,11 @@ func (a *Agent) follow(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs],
 			}
 			break
 		}
-		if err := a.endRun(ctx, tx, run, StatusFailed, "", "the agent ended without writing a report", job.ID); err != nil {
+		why, err := withoutReport(ctx, tx, run)
+		if err != nil {
+			return err
+		}
+		if err := a.endRun(ctx, tx, run, StatusFailed, "", why, job.ID); err != nil {
 			return err
 		}
 	case parked:

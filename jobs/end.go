@@ -20,6 +20,14 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 		return err
 	}
 	report = strings.ReplaceAll(report, "\x00", "") // text columns refuse NUL
+	if status == StatusSucceeded && strings.TrimSpace(report) == "" {
+		// succeeded always carries a report: an end that has none fails.
+		why, err := withoutReport(ctx, tx, run)
+		if err != nil {
+			return err
+		}
+		status, report, errText = StatusFailed, "", why
+	}
 	state, kind := StateDone, EventCompleted
 	switch status {
 	case StatusFailed:
@@ -159,4 +167,28 @@ func descendants(tree []*Run, id int64) []*Run {
 		}
 	}
 	return out
+}
+
+// noReportError is the error of a run that ended without a report.
+const noReportError = "the agent ended without writing a report"
+
+// withoutReport is the error of a run that ends without a report: that,
+// and for a run whose sub-agents did not all succeed, what became of
+// each of those, so that its owner sees why there was nothing to write.
+func withoutReport(ctx context.Context, db DB, run *Run) (string, error) {
+	kids, err := children(ctx, db, run.ID)
+	if err != nil {
+		return "", err
+	}
+	var failed []string
+	for _, k := range kids {
+		if k.Status != StatusSucceeded {
+			failed = append(failed, fmt.Sprintf("%s %s: %s", k.Name, k.Status, oneLine(k.Error, 200)))
+		}
+	}
+	if len(failed) == 0 {
+		return noReportError, nil
+	}
+	return fmt.Sprintf("%s; %d of its %d sub-agents did not succeed: %s", noReportError, len(failed), len(kids),
+		oneLine(strings.Join(failed, "; "), 1500)), nil
 }

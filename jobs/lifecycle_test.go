@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -111,6 +112,27 @@ func TestPanicOnTheLastAttemptEndsTheRun(t *testing.T) {
 	}
 }
 
+// TestTheLastAttemptsErrorNamesTheStepThatFailed: a job makes its run's
+// steps in a row, so the step its last attempt failed on is the run's
+// next, not the job's first.
+func TestTheLastAttemptsErrorNamesTheStepThatFailed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	run := queueAtLastAttempt(t, b)
+	startWorker(t, b.pool, &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		if turns(req) < 2 {
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("remember",
+				fmt.Sprintf(`{"title":"note %d","text":"a finding"}`, turns(req)))}}, nil
+		}
+		return llm.Message{}, errors.New("the model's answer was cut off")
+	}}, jobs.Config{}, nil)
+	done := waitEnded(t, b.pool, run.ID, 20*time.Second)
+	if done.Status != jobs.StatusFailed || done.Steps != 2 ||
+		!strings.Contains(done.Error, "step 3 failed after 5 attempts: ") {
+		t.Fatalf("%s after %d steps, %q; want failed at step 3", done.Status, done.Steps, done.Error)
+	}
+}
+
 func TestInterruptionOnTheLastAttemptSpendsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{noWork: true})
@@ -149,17 +171,23 @@ func TestInterruptionOnTheLastAttemptSpendsNothing(t *testing.T) {
 	}
 }
 
-func TestMaintenanceDiscardOfADeadWorkersLastAttemptEndsTheRun(t *testing.T) {
-	t.Parallel()
-	b := setup(t, setupOpts{noWork: true})
-	run := queueAtLastAttempt(t, b)
-	ctx := context.Background()
-	// Its worker took the last attempt and died.
-	if _, err := b.pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = max_attempts,
+// killWorkerOf makes the step job of run look taken by a worker that died
+// at attempt (0: its last), with metadata merged into the job's.
+func killWorkerOf(t *testing.T, b *testBundle, runID int64, attempt int, metadata string) {
+	t.Helper()
+	if _, err := b.pool.Exec(context.Background(), `UPDATE river_job SET state = 'running',
+		attempt = CASE WHEN $2 = 0 THEN max_attempts ELSE $2 END, metadata = metadata || $3::jsonb,
 		attempted_at = now() - interval '5 seconds', attempted_by = '{gone}'
-		WHERE args @> jsonb_build_object('run_id', $1::bigint)`, run.ID); err != nil {
+		WHERE args @> jsonb_build_object('run_id', $1::bigint)`, runID, attempt, metadata); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// maintainTwice runs the maintenance pass, waits for a dead worker's
+// liveness to be confirmed, and runs it again, returning the second's.
+func maintainTwice(t *testing.T, b *testBundle) jobs.MaintainResult {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := b.agent.Maintain(ctx, jobs.MaintainParams{}); err != nil {
 		t.Fatal(err)
 	}
@@ -168,18 +196,61 @@ func TestMaintenanceDiscardOfADeadWorkersLastAttemptEndsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.DeadWorkers != 1 || res.Discarded != 1 || res.Lost != 1 {
+	return res
+}
+
+// TestADeadWorkersLastAttemptSpendsNothing: a step job whose worker died
+// on its last attempt is put back with that attempt given back, and its
+// run goes on.
+func TestADeadWorkersLastAttemptSpendsNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	run := queueAtLastAttempt(t, b)
+	killWorkerOf(t, b, run.ID, 0, `{}`)
+	if res := maintainTwice(t, b); res.DeadWorkers != 1 || res.Rescued != 1 || res.Discarded != 0 || res.Lost != 0 {
 		t.Fatalf("maintain: %+v", res)
 	}
-	r, err := jobs.GetRun(ctx, b.pool, run.ID)
+	if got := jobStates(t, b.pool, run.ID); len(got) != 1 || got[0] != "available:4" {
+		t.Fatalf("step jobs %v; want one available at attempt 4 (its last attempt given back)", got)
+	}
+	startWorker(t, b.pool, &offline.Model{}, jobs.Config{}, nil)
+	if done := waitEnded(t, b.pool, run.ID, 20*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+}
+
+// TestAStepThatKeepsTakingItsWorkerDownEndsTheRun: the tenth rescue of
+// the same step ends its run with an error that says so; rescues of an
+// earlier step do not count.
+func TestAStepThatKeepsTakingItsWorkerDownEndsTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	ctx := context.Background()
+	earlier := queueAtLastAttempt(t, b)
+	killWorkerOf(t, b, earlier.ID, 1, `{"gb:rescued_step": 0, "gb:rescues": 9}`)
+	again := queueAtLastAttempt(t, b)
+	killWorkerOf(t, b, again.ID, 1, `{"gb:rescued_step": 1, "gb:rescues": 9}`)
+	if res := maintainTwice(t, b); res.Rescued != 1 || res.Discarded != 1 || res.Lost != 1 {
+		t.Fatalf("maintain: %+v", res)
+	}
+	r, err := jobs.GetRun(ctx, b.pool, again.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != jobs.StatusFailed || !strings.Contains(r.Error, "step 1's job was lost: its worker is gone") {
-		t.Fatalf("%s %q", r.Status, r.Error)
+	want := "step 1 took its worker down 10 times (its worker is gone (it holds no liveness lock) each time)"
+	if r.Status != jobs.StatusFailed || !strings.Contains(r.Error, want) {
+		t.Fatalf("%s %q; want failed with %q", r.Status, r.Error, want)
 	}
-	if countEvents(t, b.pool, run.ID, jobs.EventRepaired) != 1 {
-		t.Fatal("the repair was not recorded on the tree")
+	if countEvents(t, b.pool, again.ID, jobs.EventRepaired) != 1 {
+		t.Fatal("the end was not recorded on the tree")
+	}
+	var rescues int
+	if err := b.pool.QueryRow(ctx, `SELECT (metadata->>'gb:rescues')::int FROM river_job
+		WHERE args @> jsonb_build_object('run_id', $1::bigint)`, earlier.ID).Scan(&rescues); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := jobs.GetRun(ctx, b.pool, earlier.ID); r.Ended() || rescues != 1 {
+		t.Fatalf("a run whose rescues were of another step: %s, rescues %d; want going, 1", r.Status, rescues)
 	}
 }
 
@@ -211,14 +282,14 @@ func TestFailingEndOnTheLastAttemptIsRepaired(t *testing.T) {
 	if _, err := b.pool.Exec(ctx, "DROP TRIGGER refuse_end ON gb_agent_research_runs"); err != nil {
 		t.Fatal(err)
 	}
-	// Before the horizon the reconciler leaves it; after, it ends the run.
-	res, err := w.Maintain(ctx, jobs.MaintainParams{})
-	if err != nil || res.Lost != 0 {
-		t.Fatalf("maintain before the horizon: %+v %v", res, err)
+	// The next pass past the repair margin (not the rescue horizon) ends
+	// the run: its job was discarded a while ago.
+	if _, err := b.pool.Exec(ctx, `UPDATE river_job SET finalized_at = now() - interval '10 seconds'
+		WHERE args @> jsonb_build_object('run_id', $1::bigint)`, run.ID); err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(1600 * time.Millisecond)
-	if res, err = w.Maintain(ctx, jobs.MaintainParams{}); err != nil || res.Lost != 1 {
-		t.Fatalf("maintain after the horizon: %+v %v", res, err)
+	if res, err := w.Maintain(ctx, jobs.MaintainParams{}); err != nil || res.Lost != 1 {
+		t.Fatalf("maintain: %+v %v", res, err)
 	}
 	r, _ = jobs.GetRun(ctx, b.pool, run.ID)
 	if r.Status != jobs.StatusFailed || !strings.Contains(r.Error, "step 1's job was lost: it was discarded after 5 attempts") ||
@@ -252,6 +323,36 @@ func TestRunWithNoJobGetsANewOne(t *testing.T) {
 	}
 	if countEvents(t, b.pool, run.ID, jobs.EventRepaired) != 1 {
 		t.Fatal("the repair was not recorded on the tree")
+	}
+}
+
+// TestRunWhoseJobCompletedWithoutANextIsRepairedAtOnce: a working run
+// whose last step job completed with no next one (a commit acknowledged
+// and then lost with a crash of Postgres) gets a new job in the next pass
+// past the repair margin, however long the rescue horizon of running
+// jobs is.
+func TestRunWhoseJobCompletedWithoutANextIsRepairedAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true, config: jobs.Config{RescueStuckJobsAfter: time.Hour}})
+	ctx := context.Background()
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "How does sync.WaitGroup work?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE river_job SET state = 'completed', attempt = 1,
+		attempted_at = now() - interval '4 seconds', finalized_at = now() - interval '3 seconds'
+		WHERE args @> jsonb_build_object('run_id', $1::bigint)`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE gb_agent_research_runs SET status = 'working' WHERE id = $1`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.agent.Maintain(ctx, jobs.MaintainParams{})
+	if err != nil || res.Repaired != 1 {
+		t.Fatalf("maintain: %+v %v; want one run repaired", res, err)
+	}
+	if got := jobStates(t, b.pool, run.ID); len(got) != 2 || got[1] != "available:0" {
+		t.Fatalf("step jobs %v; want the completed one and a new available one", got)
 	}
 }
 

@@ -179,15 +179,21 @@ func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, res *MaintainResult) 
 }
 
 // rescue settles jobs whose worker is gone: cancelled when cancellation
-// had been asked, discarded with no attempt left (and its run ended in
-// this same transaction, so that it is not left without a job), else
-// back to the queue, at once when now is set, otherwise with River's
-// retry policy. Only jobs still running that started before horizon
-// change.
+// had been asked, else back to the queue, at once when now is set,
+// otherwise with River's retry policy. A worker's death is not its step's
+// failure, so a job put back spends no attempt; but a step that took its
+// worker down MaxStepRescues times (the same step, rescued again and
+// again) is discarded and its run ended in this same transaction, so that
+// it is not left without a job. Only jobs still running that started
+// before horizon change.
 func (a *Agent) rescue(ctx context.Context, tx pgx.Tx, jobs []*rivertype.JobRow,
 	why string, horizon time.Time, now bool, res *MaintainResult) error {
 	policy := &river.DefaultClientRetryPolicy{}
 	at := time.Now().UTC()
+	counts, err := rescueCounts(ctx, tx, jobs)
+	if err != nil {
+		return err
+	}
 	settled := make([]rescuedJob, 0, len(jobs))
 	var lost []*rivertype.JobRow
 	for _, job := range jobs {
@@ -207,30 +213,96 @@ func (a *Agent) rescue(ctx context.Context, tx pgx.Tx, jobs []*rivertype.JobRow,
 		case !meta.CancelAttemptedAt.IsZero():
 			state, finalized, next = rivertype.JobStateCancelled, &at, job.ScheduledAt
 			res.Cancelled++
-		case job.Attempt >= job.MaxAttempts:
+		case counts[job.ID].rescues >= MaxStepRescues:
 			state, finalized, next = rivertype.JobStateDiscarded, &at, job.ScheduledAt
 			res.Discarded++
 			lost = append(lost, job)
+		case job.Kind != StepKind && job.Attempt >= job.MaxAttempts:
+			// Another kind of job keeps River's rule: its attempts count.
+			state, finalized, next = rivertype.JobStateDiscarded, &at, job.ScheduledAt
+			res.Discarded++
 		default:
 			res.Rescued++
 		}
-		settled = append(settled, rescuedJob{ID: job.ID, Error: errData, FinalizedAt: finalized, ScheduledAt: next, State: state})
+		settled = append(settled, rescuedJob{ID: job.ID, Error: errData, FinalizedAt: finalized, ScheduledAt: next,
+			State: state, Step: counts[job.ID].step, Rescues: counts[job.ID].rescues})
 	}
 	if err := rescueRunning(ctx, a.river, tx, settled, horizon); err != nil {
 		return err
 	}
 	for _, job := range lost {
-		var args StepArgs
-		if job.Kind != StepKind || json.Unmarshal(job.EncodedArgs, &args) != nil {
-			continue
-		}
-		msg := fmt.Sprintf("step %d's job was lost: %s, on its last attempt (%d of %d)",
-			args.Step, strings.TrimPrefix(why, "rescued: "), job.Attempt, job.MaxAttempts)
-		if err := a.endLost(ctx, tx, args.RunID, msg, res); err != nil {
+		c := counts[job.ID]
+		msg := fmt.Sprintf("step %d took its worker down %d times (%s each time); the run was ended so that it "+
+			"does not take more workers down", c.step, c.rescues, strings.TrimPrefix(why, "rescued: "))
+		if err := a.endLost(ctx, tx, c.run, msg, res); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// MaxStepRescues is how many times one step may lose its worker (a worker
+// that died or stalled while making it) before its run is ended: a bound
+// apart from the attempts of the step's own failures, for a step that
+// keeps crashing whatever runs it.
+const MaxStepRescues = 10
+
+// rescueCount is, for one step job being rescued, its run, the step its
+// run was making and how many times that step has now lost its worker.
+type rescueCount struct {
+	run     int64
+	step    int
+	rescues int
+}
+
+// rescueCounts reads, for the step jobs among jobs, the step each job's
+// run is making (one after its last recorded) and counts this rescue:
+// the job's metadata keeps the step it was last rescued at and how many
+// times, so the count starts again when the run moves on.
+func rescueCounts(ctx context.Context, tx pgx.Tx, jobs []*rivertype.JobRow) (map[int64]rescueCount, error) {
+	counts := make(map[int64]rescueCount, len(jobs))
+	var ids []int64
+	for _, job := range jobs {
+		var args StepArgs
+		if job.Kind != StepKind || json.Unmarshal(job.EncodedArgs, &args) != nil {
+			continue
+		}
+		counts[job.ID] = rescueCount{run: args.RunID, step: args.Step}
+		ids = append(ids, args.RunID)
+	}
+	if len(ids) == 0 {
+		return counts, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, steps FROM gb_agent_research_runs WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("error reading the steps of rescued runs: %w", err)
+	}
+	steps := map[int64]int{}
+	var id int64
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&id, &n}, func() error { steps[id] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("error reading the steps of rescued runs: %w", err)
+	}
+	for _, job := range jobs {
+		c, ok := counts[job.ID]
+		if !ok {
+			continue
+		}
+		if n, ok := steps[c.run]; ok {
+			c.step = max(c.step, n+1)
+		}
+		var meta struct {
+			Step    int `json:"gb:rescued_step"`
+			Rescues int `json:"gb:rescues"`
+		}
+		_ = json.Unmarshal(job.Metadata, &meta)
+		c.rescues = 1
+		if meta.Step == c.step {
+			c.rescues = meta.Rescues + 1
+		}
+		counts[job.ID] = c
+	}
+	return counts, nil
 }
 
 // scheduleDue makes scheduled and retryable jobs whose time has come

@@ -17,11 +17,18 @@ import (
 // their way forward and gives it back, logging each repair and recording it
 // on the tree's timeline.
 
-// reconcileBatch bounds the runs one pass repairs, and resumeMargin is how
-// long after its last sub-agent ended a parked parent may go unresumed.
+// reconcileBatch bounds the runs one pass repairs; resumeMargin is how
+// long after its last sub-agent ended a parked parent may go unresumed,
+// and repairMargin how long a going run may be seen with no unfinished
+// step job before it gets one. Every transaction that finishes a run's
+// step job inserts its next one or ends or parks the run, so such a run
+// lost its job for good; the margin only keeps a pass from racing a
+// commit it cannot see yet. It is not the rescue horizon: that one is for
+// jobs still marked running, whose worker may yet finish them.
 const (
 	reconcileBatch = 100
 	resumeMargin   = 5 * time.Second
+	repairMargin   = 2 * time.Second
 )
 
 // unfinishedJobSQL is true when the run r has a step job not finalized.
@@ -29,20 +36,19 @@ var unfinishedJobSQL = `EXISTS (SELECT 1 FROM river_job j
 	WHERE ` + runJobSQL("j", "r.id") + ` AND j.kind = '` + StepKind + `' AND j.finalized_at IS NULL)`
 
 // reconcile repairs runs with no way forward: working or queued runs with
-// no unfinished job for longer than a step may take, parked parents whose
+// no unfinished job for longer than repairMargin, parked parents whose
 // awaited sub-agents have all ended but that were not resumed, and readers
 // parked on read_messages or askers parked on ask_owner whose wake job is
 // gone.
 func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
-	horizon := a.config.RescueStuckJobsAfter.Milliseconds()
 	// Going runs with no unfinished step job, whose last one finished (with
-	// none: which last changed) over RescueStuckJobsAfter ago.
+	// none: which last changed) over repairMargin ago.
 	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
 		WHERE r.status IN ('queued', 'working') AND NOT `+unfinishedJobSQL+`
 		  AND coalesce((SELECT max(j.finalized_at) FROM river_job j
 		                WHERE `+runJobSQL("j", "r.id")+` AND j.kind = $1), r.updated_at)
 		      < now() - $2 * interval '1 millisecond'
-		ORDER BY r.id LIMIT $3`, StepKind, horizon, reconcileBatch)
+		ORDER BY r.id LIMIT $3`, StepKind, repairMargin.Milliseconds(), reconcileBatch)
 	if err != nil {
 		return fmt.Errorf("error finding runs with no job: %w", err)
 	}

@@ -74,3 +74,31 @@ func TestLongReportIsCappedInTheWaitAndReadWholeThroughReadReport(t *testing.T) 
 		t.Errorf("last page: %.200s", seen[4])
 	}
 }
+
+// TestABlankReportIsNoSuccess: succeeded always carries a report. A root
+// whose sub-agents all failed and that then answers with blank text fails,
+// with an error that names its sub-agents and what became of them.
+func TestABlankReportIsNoSuccess(t *testing.T) {
+	t.Parallel()
+	model := &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		switch topic(req) {
+		case "part a", "part b":
+			return llm.Message{}, fmt.Errorf("the provider refused: %w", llm.ErrPermanent)
+		}
+		if turns(req) < 2 {
+			return rootTurn(req, spawnCall("a", "part a"), spawnCall("b", "part b"))
+		}
+		return llm.Message{Content: " \n\t"}, nil
+	}}
+	b := setup(t, setupOpts{model: model})
+	root, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitEnded(t, b.pool, root.ID, 30*time.Second)
+	want := "the agent ended without writing a report; 2 of its 2 sub-agents did not succeed: a failed: "
+	if done.Status != jobs.StatusFailed || done.Report != "" || !strings.HasPrefix(done.Error, want) ||
+		!strings.Contains(done.Error, "; b failed: ") || !strings.Contains(done.Error, "the provider refused") {
+		t.Fatalf("%s, report %q, error %q; want failed with %q…", done.Status, done.Report, done.Error, want)
+	}
+}

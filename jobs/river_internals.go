@@ -38,12 +38,19 @@ type rescuedJob struct {
 	FinalizedAt *time.Time // set for cancelled and discarded jobs
 	ScheduledAt time.Time
 	State       rivertype.JobState
+	// Step and Rescues, for a step job, are the step its run was making
+	// and how many times that step has lost its worker, with this time.
+	Step    int
+	Rescues int
 }
 
 // rescueRunning settles running jobs whose worker is gone, in tx, with
 // River's JobRescueMany: each job takes the given state, scheduled_at and
-// finalized_at, its error is appended and its attempt is left as it is;
-// only jobs still running that started before horizon change.
+// finalized_at and its error is appended; only jobs still running that
+// started before horizon change. A job put back also gets back the attempt
+// its lost run took (its worker's death is not its failure), and its
+// metadata keeps the step it was rescued at and how many times
+// (gb:rescued_step, gb:rescues), as its next rescue counts them.
 //
 // No public API serves it: Client.JobRetryTx and JobCancelTx leave running
 // jobs running, and River's own rescuer runs only in the elected leader of a
@@ -51,6 +58,9 @@ type rescuedJob struct {
 // stops its client; Maintain starts none). Tested by
 // TestRiverRescueSettlesOnlyStuckRunningJobs.
 func rescueRunning(ctx context.Context, rc *river.Client[pgx.Tx], tx pgx.Tx, jobs []rescuedJob, horizon time.Time) error {
+	if err := giveBackAttempts(ctx, tx, jobs, horizon); err != nil {
+		return err
+	}
 	params := &riverdriver.JobRescueManyParams{StuckHorizon: horizon}
 	for _, j := range jobs {
 		params.ID = append(params.ID, j.ID)
@@ -61,6 +71,32 @@ func rescueRunning(ctx context.Context, rc *river.Client[pgx.Tx], tx pgx.Tx, job
 	}
 	if _, err := rc.Driver().UnwrapExecutor(tx).JobRescueMany(ctx, params); err != nil {
 		return fmt.Errorf("error rescuing stuck jobs: %w", err)
+	}
+	return nil
+}
+
+// giveBackAttempts is rescueRunning's first statement: for each step job
+// put back (not cancelled or discarded) still running since before horizon,
+// the attempt River counted when it fetched the job is given back, as
+// River's own snooze does, and the rescue is recorded in its metadata.
+func giveBackAttempts(ctx context.Context, tx pgx.Tx, jobs []rescuedJob, horizon time.Time) error {
+	var ids []int64
+	var steps, rescues []int
+	for _, j := range jobs {
+		if j.Step > 0 && (j.State == rivertype.JobStateAvailable || j.State == rivertype.JobStateRetryable) {
+			ids, steps, rescues = append(ids, j.ID), append(steps, j.Step), append(rescues, j.Rescues)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE river_job j
+		SET attempt = greatest(j.attempt - 1, 0),
+		    metadata = j.metadata || jsonb_build_object('gb:rescued_step', r.step, 'gb:rescues', r.rescues)
+		FROM (SELECT unnest($1::bigint[]) AS id, unnest($2::int[]) AS step, unnest($3::int[]) AS rescues) r
+		WHERE j.id = r.id AND j.state = 'running' AND j.attempted_at < $4`, ids, steps, rescues, horizon)
+	if err != nil {
+		return fmt.Errorf("error giving rescued jobs back their attempts: %w", err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -228,8 +229,9 @@ func TestRiverRescueSettlesOnlyStuckRunningJobs(t *testing.T) {
 	b := newProbeBundle(t)
 	ctx := context.Background()
 	stuck, last, fresh, done := b.insert(t, "", nil), b.insert(t, "", nil), b.insert(t, "", nil), b.insert(t, "", nil)
+	step := b.insert(t, "", nil)
 	b.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '10 minutes',
-		attempted_by = '{gone}' WHERE id = $1`, stuck)
+		attempted_by = '{gone}' WHERE id = ANY($1)`, []int64{stuck, step})
 	b.exec(t, `UPDATE river_job SET state = 'running', attempt = max_attempts, attempted_at = now() - interval '10 minutes',
 		attempted_by = '{gone}' WHERE id = $1`, last)
 	b.exec(t, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{busy}' WHERE id = $1`, fresh)
@@ -244,6 +246,7 @@ func TestRiverRescueSettlesOnlyStuckRunningJobs(t *testing.T) {
 		{ID: last, Error: errData, FinalizedAt: &at, ScheduledAt: at, State: rivertype.JobStateDiscarded},
 		{ID: fresh, Error: errData, ScheduledAt: next, State: rivertype.JobStateRetryable},
 		{ID: done, Error: errData, ScheduledAt: next, State: rivertype.JobStateRetryable},
+		{ID: step, Error: errData, ScheduledAt: next, State: rivertype.JobStateRetryable, Step: 3, Rescues: 2},
 	}
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		return rescueRunning(ctx, b.client, tx, settle, at.Add(-time.Minute))
@@ -256,6 +259,19 @@ func TestRiverRescueSettlesOnlyStuckRunningJobs(t *testing.T) {
 		j.Errors[0].Error != "rescued: gone" || !j.ScheduledAt.Equal(next) || j.FinalizedAt != nil {
 		t.Fatalf("stuck job: %s, attempt %d, errors %+v, scheduled %s, finalized %v; want retryable, 1, the rescue's, %s, nil",
 			j.State, j.Attempt, j.Errors, j.ScheduledAt, j.FinalizedAt, next)
+	}
+	// A step job put back gets its attempt back and keeps its rescues.
+	j = b.job(t, step)
+	var meta struct {
+		Step    int `json:"gb:rescued_step"`
+		Rescues int `json:"gb:rescues"`
+	}
+	if err := json.Unmarshal(j.Metadata, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if j.State != rivertype.JobStateRetryable || j.Attempt != 0 || meta.Step != 3 || meta.Rescues != 2 {
+		t.Fatalf("rescued step job: %s, attempt %d, metadata %s; want retryable, 0, step 3 rescued twice",
+			j.State, j.Attempt, j.Metadata)
 	}
 	j = b.job(t, last)
 	if j.State != rivertype.JobStateDiscarded || j.Attempt != j.MaxAttempts || len(j.Errors) != 1 ||

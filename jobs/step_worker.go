@@ -93,7 +93,9 @@ func (w *stepWorker) work(ctx context.Context, job *river.Job[StepArgs]) error {
 	if gerr != nil {
 		return errors.Join(err, gerr)
 	}
-	msg := fmt.Sprintf("step %d failed after %d attempts: %s", job.Args.Step, job.Attempt, err.Error())
+	// The job makes consecutive steps: the one that failed is the run's
+	// next, not the job's first.
+	msg := fmt.Sprintf("step %d failed after %d attempts: %s", run.Steps+1, job.Attempt, err.Error())
 	if ferr := w.agent.endAfter(ctx, job, run, StatusFailed, "", msg); ferr != nil {
 		// River discards the job; the maintenance pass ends the run.
 		return errors.Join(err, ferr)
