@@ -53,16 +53,16 @@ func TestExtractRealPages(t *testing.T) {
 		has, hasNot       []string
 	}{
 		{"/ref/spec", goDoc("go_spec.html"), "",
-			[]string{"Introduction\n", "\nNotation\n", "\nSelect statements\n", "\nAppendix\n",
+			[]string{"## Introduction\n", "\n## Notation\n", "\n### Select statements\n", "\n## Appendix\n",
 				"This is the reference manual for the Go programming language.",
 				"A \"select\" statement chooses which of a set of possible send or receive operations will proceed."},
 			[]string{"<h2", "<p>", "&lt;", `"Title":`, "Subtitle"}},
 		{"/ref/mem", goDoc("go_mem.html"), "",
-			[]string{"Introduction\n", "\nAdvice\n", "\nMemory Model\n",
+			[]string{"## Introduction\n", "\n### Advice\n", "\n## Memory Model\n",
 				"The Go memory model specifies the conditions under which reads of a variable in one goroutine"},
 			[]string{"p.rule", "font-style", "<style", "<h2"}},
 		{"/bash/bashref.html", bashref, "Bash Reference Manual",
-			[]string{"Bash Features\n", "\nPipelines\n", "Bash is the shell, or command language interpreter, for the GNU operating system.",
+			[]string{"# Bash Features\n", "\n#### 3.2.3 Pipelines\n", "Bash is the shell, or command language interpreter, for the GNU operating system.",
 				"A pipeline is a sequence of one or more commands separated by one of the control operators"},
 			[]string{"Next: ", "Previous: ", "[Contents][Index]", "copiable-anchor", "text-decoration", "accesskey"}},
 	}
@@ -100,8 +100,8 @@ func TestExtractDropsScriptsAndNavigation(t *testing.T) {
 		body, title string
 		has         []string
 	}{
-		"article":  {page, "The Go Memory Model", []string{"\nAdvice\n", "must serialize such access"}},
-		"fallback": {short, "Short", []string{"Short page\n", "Only one short paragraph."}},
+		"article":  {page, "The Go Memory Model", []string{"\n### Advice\n", "must serialize such access"}},
+		"fallback": {short, "Short", []string{"# Short page\n", "Only one short paragraph."}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			title, text, err := Extract([]byte(c.body), "text/html", nil)
