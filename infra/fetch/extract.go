@@ -114,7 +114,7 @@ func article(doc *html.Node, pageURL *url.URL, page rendered) (articleText, bool
 	}
 	r := renderText(art.Node)
 	n := utf8.RuneCountInString(r.text)
-	if n < minArticle || float64(n) < MinArticleShare*float64(pageChars) || dropsSection(r.headings, page.headings) {
+	if n < minArticle || float64(n) < MinArticleShare*float64(pageChars) || dropsSection(r, page) {
 		return articleText{}, false
 	}
 	return articleText{rendered: r, title: strings.TrimSpace(art.Title())}, true
@@ -181,27 +181,102 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// dropsSection reports whether the article's headings leave out one of
-// the page's that lies between two they keep: readability dropped a
-// section from the middle of the content (the Bash manual's "Comments",
-// taken by its name for readers' comments). What lies before the
-// article's first heading or after its last, as a blog's comments or a
-// list of related pages, is readability's to judge.
-func dropsSection(article, page []Heading) bool {
-	first, last, matched := -1, -1, 0
-	i := 0
-	for _, h := range article {
-		k := i
-		for k < len(page) && page[k].Text != h.Text {
-			k++
-		}
-		if k == len(page) {
-			continue // a heading readability made, or changed
-		}
-		if first < 0 {
-			first = k
-		}
-		last, i, matched = k, k+1, matched+1
+// MaxDroppedShare is the most of a page's text that the sections
+// readability leaves out before the first it keeps or after the last may
+// hold for its article to be used.
+const MaxDroppedShare = 0.1
+
+// dropsSection reports whether the article leaves out, or keeps without
+// its heading, a section of the page that lies between two it keeps, or
+// sections before or after those holding more than MaxDroppedShare of
+// the page's text: readability dropped a section from the content (the
+// sections named Comments of the Go specification and the Bash manual,
+// taken for readers' comments, the last sections of PostgreSQL's
+// function pages) or the headings of a page. A section is kept when its
+// opening words are in the article (sectionOpening). Less at the ends,
+// as a blog's comments or a list of related pages, is readability's to
+// judge.
+func dropsSection(art, page rendered) bool {
+	flat := strings.Join(strings.Fields(art.text), " ")
+	titles := make(map[string]bool, len(art.headings))
+	for _, h := range art.headings {
+		titles[h.Text] = true
 	}
-	return first >= 0 && matched < last-first+1
+	first, last := -1, -1
+	whole := make([]bool, len(page.headings))
+	for i, h := range page.headings {
+		kept := titles[h.Text] || strings.Contains(flat, sectionOpening(page.text, h))
+		if kept && first < 0 {
+			first = i
+		}
+		if kept {
+			last = i
+		}
+		whole[i] = kept && titles[h.Text]
+	}
+	total := utf8.RuneCountInString(page.text)
+	dropped := 0
+	for i, h := range page.headings {
+		if whole[i] {
+			continue
+		}
+		if i >= first && i <= last {
+			return true
+		}
+		end := total
+		if i+1 < len(page.headings) {
+			end = page.headings[i+1].Offset
+		}
+		dropped += end - h.Offset
+	}
+	return float64(dropped) > MaxDroppedShare*float64(total)
+}
+
+// sectionOpening is what shows that a text keeps a section: the first 60
+// characters of the first line after its heading, less a list item's
+// marker and what follows a table's first cell; or the heading's text when
+// the section has no text of its own before the next heading.
+func sectionOpening(text string, h Heading) string {
+	rest := text[byteOffset(text, h.Offset):]
+	rest = rest[:min(len(rest), 4000)]
+	lines := strings.Split(rest, "\n")
+	for _, l := range lines[1:] {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		if isHeadingLine(l) {
+			break
+		}
+		l = strings.TrimLeft(strings.TrimPrefix(l, "- "), "0123456789. ")
+		l, _, _ = strings.Cut(l, " | ")
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			return firstRunes(l, 60)
+		}
+	}
+	return h.Text
+}
+
+// isHeadingLine reports a line rendered from a heading: one to six "#"
+// and a space.
+func isHeadingLine(l string) bool {
+	n := len(l) - len(strings.TrimLeft(l, "#"))
+	return n >= 1 && n <= 6 && strings.HasPrefix(l[n:], " ")
+}
+
+// byteOffset is the byte index of character (rune) n of s.
+func byteOffset(s string, n int) int {
+	i := 0
+	for b := range s {
+		if i == n {
+			return b
+		}
+		i++
+	}
+	return len(s)
+}
+
+// firstRunes is the first n characters of s.
+func firstRunes(s string, n int) string {
+	return s[:byteOffset(s, n)]
 }
