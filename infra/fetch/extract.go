@@ -114,10 +114,11 @@ func article(doc *html.Node, pageURL *url.URL, page rendered) (articleText, bool
 	}
 	r := renderText(art.Node)
 	n := utf8.RuneCountInString(r.text)
-	if n < minArticle || float64(n) < MinArticleShare*float64(pageChars) || dropsSection(r, page) {
+	title := strings.Join(strings.Fields(art.Title()), " ")
+	if n < minArticle || float64(n) < MinArticleShare*float64(pageChars) || dropsSection(r, page, title) {
 		return articleText{}, false
 	}
-	return articleText{rendered: r, title: strings.TrimSpace(art.Title())}, true
+	return articleText{rendered: r, title: title}, true
 }
 
 // toUTF8 decodes body from the charset its header or content declares.
@@ -179,57 +180,6 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
-}
-
-// MaxDroppedShare is the most of a page's text that the sections
-// readability leaves out before the first it keeps or after the last may
-// hold for its article to be used.
-const MaxDroppedShare = 0.1
-
-// dropsSection reports whether the article leaves out, or keeps without
-// its heading, a section of the page that lies between two it keeps, or
-// sections before or after those holding more than MaxDroppedShare of
-// the page's text: readability dropped a section from the content (the
-// sections named Comments of the Go specification and the Bash manual,
-// taken for readers' comments, the last sections of PostgreSQL's
-// function pages) or the headings of a page. A section is kept when its
-// opening words are in the article (sectionOpening). Less at the ends,
-// as a blog's comments or a list of related pages, is readability's to
-// judge.
-func dropsSection(art, page rendered) bool {
-	flat := strings.Join(strings.Fields(art.text), " ")
-	titles := make(map[string]bool, len(art.headings))
-	for _, h := range art.headings {
-		titles[h.Text] = true
-	}
-	first, last := -1, -1
-	whole := make([]bool, len(page.headings))
-	for i, h := range page.headings {
-		kept := titles[h.Text] || strings.Contains(flat, sectionOpening(page.text, h))
-		if kept && first < 0 {
-			first = i
-		}
-		if kept {
-			last = i
-		}
-		whole[i] = kept && titles[h.Text]
-	}
-	total := utf8.RuneCountInString(page.text)
-	dropped := 0
-	for i, h := range page.headings {
-		if whole[i] {
-			continue
-		}
-		if i >= first && i <= last {
-			return true
-		}
-		end := total
-		if i+1 < len(page.headings) {
-			end = page.headings[i+1].Offset
-		}
-		dropped += end - h.Offset
-	}
-	return float64(dropped) > MaxDroppedShare*float64(total)
 }
 
 // sectionOpening is what shows that a text keeps a section: the first 60

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -176,4 +177,34 @@ func TestExtractTextKinds(t *testing.T) {
 			t.Errorf("%s: err = %v, want a refusal naming the type", ctype, err)
 		}
 	}
+}
+
+// TestExtractKeepsReadabilityArticle: beside an article of several
+// sections, a blog's side column of links and a comment form that no
+// element or class marks as navigation are left out: readability's
+// article is the text when it keeps every section.
+func TestExtractKeepsReadabilityArticle(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`<html><head><title>Tuning autovacuum</title></head><body><div class="wrap"><div class="post">`)
+	for i := range 5 {
+		fmt.Fprintf(&b, "<h2>Part %d</h2>", i+1)
+		for j := range 3 {
+			fmt.Fprintf(&b, "<p>Paragraph %d of part %d says how the autovacuum daemon chooses the tables it visits, "+
+				"and which of its settings change that choice, with an example of each setting at work.</p>", j+1, i+1)
+		}
+	}
+	b.WriteString(`</div><div class="column"><div class="box"><h3>Popular</h3><ul>`)
+	for i := range 12 {
+		fmt.Fprintf(&b, `<li><a href="/p/%d">SIDELINK post %d</a></li>`, i, i)
+	}
+	b.WriteString(`</ul></div></div></div></body></html>`)
+	e, err := ExtractPage([]byte(b.String()), "text/html", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Method != MethodArticle || len(e.Headings) != 5 || utf8.RuneCountInString(e.Text) >= e.PageChars {
+		t.Errorf("method %s, %d headings, %d of %d characters: want readability's article of 5 parts",
+			e.Method, len(e.Headings), utf8.RuneCountInString(e.Text), e.PageChars)
+	}
+	checkText(t, e.Text, []string{"## Part 1\n", "## Part 5\n", "Paragraph 3 of part 5"}, []string{"SIDELINK", "Popular"})
 }

@@ -16,6 +16,8 @@ type Heading struct {
 	Level  int
 	Text   string
 	Offset int
+	// node is the heading's element.
+	node *html.Node
 }
 
 // rendered is the text of an HTML tree, with its headings and where the
@@ -26,6 +28,9 @@ type rendered struct {
 	// anchors maps an element's id (or an anchor's name) to the character
 	// where its text starts.
 	anchors map[string]int
+	// links are the spans of the text written inside links, in order:
+	// the first character and the one after the last.
+	links [][2]int
 }
 
 // Breaks a renderer may owe before the next text.
@@ -101,11 +106,18 @@ func (r *renderer) node(n *html.Node) {
 		return
 	}
 	r.open(n)
-	if n.DataAtom == atom.Pre {
+	start := r.n
+	switch {
+	case n.DataAtom == atom.Pre:
 		r.pre++
 		r.children(n)
 		r.pre--
-	} else {
+	case n.DataAtom == atom.A && attr(n, "href") != "":
+		r.children(n)
+		if r.n > start {
+			r.out.links = append(r.out.links, [2]int{start, r.n})
+		}
+	default:
 		r.children(n)
 	}
 	if blocks[n.DataAtom] {
@@ -179,7 +191,7 @@ func (r *renderer) heading(n *html.Node, level int) {
 	r.owe(paraBreak)
 	r.prefix, r.space = "", false
 	r.flush()
-	r.out.headings = append(r.out.headings, Heading{Level: level, Text: text, Offset: r.n})
+	r.out.headings = append(r.out.headings, Heading{Level: level, Text: text, Offset: r.n, node: n})
 	r.write(strings.Repeat("#", level) + " " + text)
 	r.owe(paraBreak)
 }
