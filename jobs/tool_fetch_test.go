@@ -55,7 +55,8 @@ func servePage(t *testing.T, body []byte) (*fetch.Fetcher, string) {
 // with a #fragment starts the read at its section; find lists passages
 // whose offsets, read from, start with the phrase's line; each result
 // states the page's and the extract's lengths, inside the untrusted
-// block; a find too long is refused with its limit.
+// block; a find too long is refused with its limit, and a fragment the
+// page lacks is said to be missing.
 func TestFetchToolSectionsFindAndLengths(t *testing.T) {
 	t.Parallel()
 	body, err := os.ReadFile(resourcePage)
@@ -81,7 +82,8 @@ func TestFetchToolSectionsFindAndLengths(t *testing.T) {
 				fmt.Sprintf(`{"url":%q}`, pageURL+"#RUNTIME-CONFIG-RESOURCE-VACUUM-COST"))}}, nil
 		case 1:
 			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("fetch", fmt.Sprintf(`{"url":%q,"find":"VACUUM_COST_LIMIT"}`, pageURL)),
-				toolCall("fetch", fmt.Sprintf(`{"url":%q,"find":%q}`, pageURL, strings.Repeat("x", 201)))}}, nil
+				toolCall("fetch", fmt.Sprintf(`{"url":%q,"find":%q}`, pageURL, strings.Repeat("x", 201))),
+				toolCall("fetch", fmt.Sprintf(`{"url":%q}`, pageURL+"#NO-SUCH-ID"))}}, nil
 		case 2:
 			var calls []llm.ToolCall
 			for _, m := range offsetRE.FindAllStringSubmatch(lastToolResultOf(req, 0), -1) {
@@ -128,6 +130,9 @@ func TestFetchToolSectionsFindAndLengths(t *testing.T) {
 	}
 	if !strings.Contains(refused, "find is 201 characters; at most 200 are allowed") {
 		t.Errorf("a find too long: %.300s", refused)
+	}
+	if unknown := results[1][2]; !strings.Contains(unknown, "[#NO-SUCH-ID: the page has no element of that id; reading from the start]\n[characters 0 to 20000 of ") {
+		t.Errorf("an unknown fragment:\n%.500s", unknown)
 	}
 	offsets := offsetRE.FindAllStringSubmatch(found, -1)
 	if len(results[2]) != len(offsets) {
