@@ -128,6 +128,9 @@ func dropRepeatedNavigation(doc *html.Node) {
 // linkBar reports whether n is short and mostly the text of two or more
 // links.
 func linkBar(n *html.Node) bool {
+	if !shortText(n, 4*maxNavChars) {
+		return false
+	}
 	text := strings.Join(strings.Fields(visibleText(n)), " ")
 	if text == "" || len(text) > maxNavChars {
 		return false
@@ -152,4 +155,17 @@ func attr(n *html.Node, key string) string {
 		}
 	}
 	return ""
+}
+
+// shortText reports whether the text of n's descendants is at most limit
+// bytes, white space included, reading no more of it than that.
+func shortText(n *html.Node, limit int) bool {
+	size := 0
+	walk(n, func(c *html.Node) bool {
+		if c.Type == html.TextNode {
+			size += len(c.Data)
+		}
+		return size <= limit
+	})
+	return size <= limit
 }

@@ -208,3 +208,26 @@ func lossTable(rows []measure) string {
 	fmt.Fprintf(&b, "| text from readability's article (else the page's whole text) | | %d |\n", articles)
 	return b.String()
 }
+
+// BenchmarkExtract times the extraction of the Bash manual (472 kB of
+// HTML), before and after.
+//
+//	go test -run '^$' -bench BenchmarkExtract ./infra/fetch/
+func BenchmarkExtract(b *testing.B) {
+	body, err := os.ReadFile(bashref)
+	if err != nil {
+		b.Skipf("page missing: %v", err)
+	}
+	b.Run("before", func(b *testing.B) {
+		for b.Loop() {
+			extractBefore(body)
+		}
+	})
+	b.Run("after", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ExtractPage(body, "text/html", nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
