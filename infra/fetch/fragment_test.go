@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -87,5 +88,52 @@ func TestFetchStatesPageAndExtractLengths(t *testing.T) {
 	md, err := ExtractPage([]byte("# Title\n\nplain"), "text/markdown", nil)
 	if err != nil || md.PageChars != 0 || md.Method != MethodBody {
 		t.Errorf("a Markdown body: %+v, %v", md, err)
+	}
+}
+
+// TestLocateFragment: an id matches as it is, percent-escaped or in
+// another case; a heading with no id matches its text as a slug; an id
+// readability's article left out falls at its section's heading.
+func TestLocateFragment(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`<html><head><title>Server</title></head><body><article>`)
+	for _, h := range []string{"Starting", "Graceful shutdown", "Timeouts"} {
+		fmt.Fprintf(&b, "<h2>%s</h2>", h)
+		for i := range 3 {
+			fmt.Fprintf(&b, "<p>Paragraph %d on %s explains what the server does at that point of its life, and why.</p>", i, h)
+		}
+	}
+	b.WriteString(`<p id="délai">The last paragraph has an id with an accent.</p></article></body></html>`)
+	e, err := ExtractPage([]byte(b.String()), "text/html", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) int { return utf8.RuneCountInString(e.Text[:strings.Index(e.Text, s)]) }
+	for frag, want := range map[string]struct {
+		offset  int
+		heading string
+	}{
+		"graceful-shutdown": {at("## Graceful shutdown"), "## Graceful shutdown"},
+		"d%C3%A9lai":        {at("The last paragraph"), "## Timeouts"},
+		"DÉLAI":             {at("The last paragraph"), "## Timeouts"},
+	} {
+		offset, heading, ok := e.Locate(frag)
+		if !ok || offset != want.offset || heading != want.heading {
+			t.Errorf("#%s: %d %q %v, want %d %q", frag, offset, heading, ok, want.offset, want.heading)
+		}
+	}
+	if _, _, ok := e.Locate("nowhere"); ok {
+		t.Errorf("#nowhere was found")
+	}
+
+	art := rendered{text: "## Timeouts\n\nkept", headings: []Heading{{Level: 2, Text: "Timeouts", Offset: 0}}, anchors: map[string]int{}}
+	page := rendered{text: "## Starting\n\nx\n\n## Timeouts\n\nkept <span id=t>", anchors: map[string]int{"t": 30, "s": 2},
+		headings: []Heading{{Level: 2, Text: "Starting", Offset: 0}, {Level: 2, Text: "Timeouts", Offset: 16}}}
+	merged := mergeAnchors(articleText{rendered: art}, page)
+	if at, ok := merged["t"]; !ok || at != 0 {
+		t.Errorf("an id of a kept section: %d %v, want its heading's offset 0", at, ok)
+	}
+	if _, ok := merged["s"]; ok {
+		t.Errorf("an id of a section the article dropped was placed")
 	}
 }
