@@ -67,28 +67,31 @@ type measure struct {
 }
 
 // measurePage extracts body before and after and counts the characters
-// and the sections of the page's text each keeps (sectionKept).
+// and the sections of the page's text each keeps (sectionsLost).
 func measurePage(name string, body []byte) measure {
-	doc, _ := html.Parse(strings.NewReader(toUTF8(body, "text/html")))
-	declutter(doc)
-	page := renderText(doc)
 	before := extractBefore(body)
 	after, _ := ExtractPage(body, "text/html", nil)
-	m := measure{name: name, page: utf8.RuneCountInString(page.text), before: utf8.RuneCountInString(before),
-		after: utf8.RuneCountInString(after.Text), sections: len(page.headings), method: after.Method}
-	flatBefore, flatAfter := strings.Join(strings.Fields(before), " "), strings.Join(strings.Fields(after.Text), " ")
+	page, lostBefore := sectionsLost(body, before)
+	_, lostAfter := sectionsLost(body, after.Text)
+	return measure{name: name, page: utf8.RuneCountInString(page.text), before: utf8.RuneCountInString(before),
+		after: utf8.RuneCountInString(after.Text), sections: len(page.headings), method: after.Method,
+		keptBefore: len(page.headings) - len(lostBefore), keptAfter: len(page.headings) - len(lostAfter), lostAfter: lostAfter}
+}
+
+// sectionsLost renders the whole text of the page body and lists the
+// headings of its sections whose opening words (sectionOpening) text
+// lacks.
+func sectionsLost(body []byte, text string) (page rendered, lost []string) {
+	doc, _ := html.Parse(strings.NewReader(toUTF8(body, "text/html")))
+	declutter(doc)
+	page = renderText(doc)
+	flat := strings.Join(strings.Fields(text), " ")
 	for _, h := range page.headings {
-		opening := sectionOpening(page.text, h)
-		if strings.Contains(flatBefore, opening) {
-			m.keptBefore++
-		}
-		if strings.Contains(flatAfter, opening) {
-			m.keptAfter++
-		} else {
-			m.lostAfter = append(m.lostAfter, h.Text)
+		if !strings.Contains(flat, sectionOpening(page.text, h)) {
+			lost = append(lost, h.Text)
 		}
 	}
-	return m
+	return page, lost
 }
 
 // tablePages are the pages of the extraction table: the Go toolchain's
@@ -105,18 +108,18 @@ func tablePages() []struct{ name, path string } {
 	}
 }
 
-// TestExtractionTable prints the extraction table of docs/extraction.md
-// (go test -v -run TestExtractionTable ./infra/fetch/) and holds the
-// extraction to it: every page keeps at least 95% of its text and every
-// section.
+// TestExtractionTable prints the extraction table of docs/extraction.md;
+// it runs only when asked to print (TestExtractRealPages holds the
+// extraction to the same pages in every run):
+//
+//	go test -v -run TestExtractionTable ./infra/fetch/
 func TestExtractionTable(t *testing.T) {
+	if !testing.Verbose() {
+		t.Skip("prints the extraction table: run with -v")
+	}
 	var rows []measure
 	for _, p := range tablePages() {
-		m := measurePage(p.name, realPage(t, p.path))
-		rows = append(rows, m)
-		if m.after < m.page*95/100 || m.keptAfter < m.sections {
-			t.Errorf("%s: extract %d of %d characters, %d of %d sections", m.name, m.after, m.page, m.keptAfter, m.sections)
-		}
+		rows = append(rows, measurePage(p.name, realPage(t, p.path)))
 	}
 	t.Log("\n" + tableMarkdown(rows))
 }

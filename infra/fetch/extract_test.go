@@ -45,9 +45,12 @@ func serveFiles(t *testing.T, pages map[string][]byte) (*Fetcher, string) {
 	}), Config{})
 }
 
-// TestExtractRealPages fetches the Go specification, the Go memory model
-// and the Bash manual over a loopback server and checks that their text
-// holds headings and paragraphs, and no style, script or navigation text.
+// TestExtractRealPages fetches the Go specification, the Go memory model,
+// the Bash manual and two pages of PostgreSQL's manual over a loopback
+// server and checks that their text holds headings and paragraphs, and no
+// style, script or navigation text; that it keeps every section of the
+// page's whole text and 95% of its characters; and that the page says
+// that text's length.
 func TestExtractRealPages(t *testing.T) {
 	cases := []struct {
 		path, file, title string
@@ -66,6 +69,12 @@ func TestExtractRealPages(t *testing.T) {
 			[]string{"# Bash Features\n", "\n#### 3.2.3 Pipelines\n", "Bash is the shell, or command language interpreter, for the GNU operating system.",
 				"A pipeline is a sequence of one or more commands separated by one of the control operators"},
 			[]string{"Next: ", "Previous: ", "[Contents][Index]", "copiable-anchor", "text-decoration", "accesskey"}},
+		{"/pg/runtime-config-resource.html", "testdata/postgresql/runtime-config-resource.html", "20.4. Resource Consumption",
+			[]string{"\n### 20.4.4. Cost-based Vacuum Delay\n", "vacuum_cost_page_dirty (integer)\n", "\n### 20.4.6. Asynchronous Behavior\n"},
+			[]string{"Prev Up Next", "Submit correction", "Home"}},
+		{"/pg/routine-vacuuming.html", "testdata/postgresql/routine-vacuuming.html", "25.1. Routine Vacuuming",
+			[]string{"\n### 25.1.6. The Autovacuum Daemon\n", "The autovacuum daemon, if enabled, will automatically issue"},
+			[]string{"Prev Up Next", "Submit correction"}},
 	}
 	pages := map[string][]byte{}
 	for _, c := range cases {
@@ -82,6 +91,12 @@ func TestExtractRealPages(t *testing.T) {
 				t.Errorf("url %q title %q bytes %d", page.URL, page.Title, page.Bytes)
 			}
 			checkText(t, page.Text, c.has, c.hasNot)
+			whole, lost := sectionsLost(pages[c.path], page.Text)
+			n := utf8.RuneCountInString(page.Text)
+			if len(lost) > 0 || page.PageChars != utf8.RuneCountInString(whole.text) || n < page.PageChars*95/100 {
+				t.Errorf("extract %d of %d characters (page text %d); sections lost %q", n, page.PageChars,
+					utf8.RuneCountInString(whole.text), lost)
+			}
 		})
 	}
 }
