@@ -19,10 +19,14 @@
 //
 // Bodies are capped (MaxBytesDefault), fetches are timed out
 // (TimeoutDefault), and only readable content types are read. HTML is
-// reduced to its main text with codeberg.org/readeck/go-readability/v2, or
-// to a plain rendering of its body when readability finds no article;
-// plain text, Markdown and JSON are kept as they are (extract.go). Slice
-// pages such text by characters for the tool.
+// reduced to its text (extract.go): the article
+// codeberg.org/readeck/go-readability/v2 finds when it keeps every
+// section of the content and most of the text (sections.go), else the
+// page's whole text less its navigation (clutter.go), both rendered with
+// headings as "## Heading" lines and the places of the elements' ids, so
+// that a URL's #fragment is located (render.go, anchor.go); plain text,
+// Markdown and JSON are kept as they are. docs/extraction.md measures it.
+// Slice pages such text by characters for the tool.
 //
 // It may import jobs only.
 package fetch

@@ -9,47 +9,116 @@ import (
 	"unicode/utf8"
 
 	readability "codeberg.org/readeck/go-readability/v2"
-	"codeberg.org/readeck/go-readability/v2/render"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
 )
 
 // minArticle is the fewest characters of an article readability found for
-// it to be used instead of the plain rendering.
+// it to be used instead of the page's whole text.
 const minArticle = 200
+
+// MinArticleShare is the least share of the page's whole text that the
+// article readability found must hold to be used: below it, readability
+// has taken one part of the page for all of it (on PostgreSQL's manual it
+// keeps one section of eight), and the whole text is kept instead.
+const MinArticleShare = 0.7
+
+// How an Extraction was made.
+const (
+	// MethodArticle: the article readability found in an HTML page.
+	MethodArticle = "article"
+	// MethodPage: the whole text of an HTML page, less its navigation.
+	MethodPage = "page"
+	// MethodBody: a text body as it was served.
+	MethodBody = "body"
+)
+
+// Extraction is the readable text of a body and what is known of it.
+type Extraction struct {
+	Title string
+	// Text is the readable text, headings as "## Heading" lines.
+	Text string
+	// PageChars is the length in characters of the page's whole visible
+	// text (its body less scripts, styles and navigation), which Text was
+	// taken from; 0 for a body kept as it was.
+	PageChars int
+	// Headings are the headings of Text, in order.
+	Headings []Heading
+	// Method says how Text was made (MethodArticle, MethodPage,
+	// MethodBody).
+	Method string
+	// anchors maps the ids of the page's elements to the character of
+	// Text where their text starts.
+	anchors map[string]int
+}
 
 // Extract reduces a body of the given Content-Type (sniffed when empty) to
 // its title and readable text: the main text of HTML, or the body as it is
 // for plain text, Markdown, JSON and XML. pageURL, the page's final URL,
 // may be nil. A type it does not read is an error.
 func Extract(body []byte, ctype string, pageURL *url.URL) (title, text string, err error) {
-	mediaType, kind := contentType(ctype, body)
-	if kind == "" {
-		return "", "", fmt.Errorf("content type %q is not one fetch reads (HTML, plain text, Markdown, JSON, XML)", mediaType)
-	}
-	title, text = extract(body, kind, ctype, pageURL)
-	return title, text, nil
+	e, err := ExtractPage(body, ctype, pageURL)
+	return e.Title, e.Text, err
 }
 
-// extract reduces a body of a readable kind to its title and text;
-// contentType is the header, for the charset.
-func extract(body []byte, kind, contentType string, pageURL *url.URL) (title, text string) {
+// ExtractPage is Extract with what is known of the text: the page's own
+// length, the headings, and where its elements' ids fall (Locate).
+func ExtractPage(body []byte, ctype string, pageURL *url.URL) (Extraction, error) {
+	mediaType, kind := contentType(ctype, body)
+	if kind == "" {
+		return Extraction{}, fmt.Errorf("content type %q is not one fetch reads (HTML, plain text, Markdown, JSON, XML)", mediaType)
+	}
+	return extract(body, kind, ctype, pageURL), nil
+}
+
+// extract reduces a body of a readable kind to its text; contentType is
+// the header, for the charset.
+func extract(body []byte, kind, contentType string, pageURL *url.URL) Extraction {
+	text := toUTF8(body, contentType)
 	if kind != kindHTML {
-		return "", toUTF8(body, contentType)
+		return Extraction{Text: text, Method: MethodBody}
 	}
-	doc, err := html.Parse(strings.NewReader(toUTF8(body, contentType)))
+	doc, err := html.Parse(strings.NewReader(text))
 	if err != nil {
-		return "", toUTF8(body, contentType)
+		return Extraction{Text: text, Method: MethodBody}
 	}
-	title = docTitle(doc)
+	title := docTitle(doc)
 	declutter(doc)
-	if art, err := readability.FromDocument(doc, pageURL); err == nil && art.Node != nil {
-		if t := tidy(render.InnerText(art.Node)); utf8.RuneCountInString(t) >= minArticle {
-			return firstNonEmpty(title, strings.TrimSpace(art.Title())), t
-		}
+	page := renderText(doc)
+	e := Extraction{Title: title, PageChars: utf8.RuneCountInString(page.text)}
+	if art, ok := article(doc, pageURL, page); ok {
+		e.Title = firstNonEmpty(title, art.title)
+		e.Text, e.Headings, e.Method = art.text, art.headings, MethodArticle
+		e.anchors = mergeAnchors(art, page)
+		return e
 	}
-	return title, plainText(doc)
+	e.Text, e.Headings, e.anchors, e.Method = page.text, page.headings, page.anchors, MethodPage
+	return e
+}
+
+// articleText is readability's article, rendered.
+type articleText struct {
+	rendered
+	title string
+}
+
+// article is the article readability finds in doc, when it holds at least
+// minArticle characters and MinArticleShare of the page's text, and
+// drops no section from among those it keeps.
+func article(doc *html.Node, pageURL *url.URL, page rendered) (articleText, bool) {
+	pageChars := utf8.RuneCountInString(page.text)
+	art, err := readability.FromDocument(doc, pageURL)
+	if err != nil || art.Node == nil {
+		return articleText{}, false
+	}
+	r := renderText(art.Node)
+	n := utf8.RuneCountInString(r.text)
+	title := strings.Join(strings.Fields(art.Title()), " ")
+	if n < minArticle || float64(n) < MinArticleShare*float64(pageChars) || dropsSection(r, page, title) {
+		return articleText{}, false
+	}
+	return articleText{rendered: r, title: title}, true
 }
 
 // toUTF8 decodes body from the charset its header or content declares.
@@ -81,69 +150,6 @@ func docTitle(doc *html.Node) string {
 	return title
 }
 
-// clutter are elements never part of a page's text.
-var clutter = map[atom.Atom]bool{
-	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
-	atom.Nav: true, atom.Aside: true, atom.Form: true, atom.Svg: true,
-	atom.Iframe: true, atom.Button: true, atom.Select: true, atom.Menu: true,
-	atom.Object: true, atom.Embed: true, atom.Dialog: true,
-}
-
-// pageChrome are elements that are the site's, not the content's, unless
-// they are inside an article or main element.
-var pageChrome = map[atom.Atom]bool{atom.Header: true, atom.Footer: true}
-
-// declutter removes from doc what is never text: scripts, styles,
-// navigation, forms, hidden elements, and the page's own header and
-// footer. It runs before readability, which keeps a navigation bar that
-// sits beside a page's text.
-func declutter(doc *html.Node) {
-	var drop []*html.Node
-	var visit func(n *html.Node, inContent bool)
-	visit = func(n *html.Node, inContent bool) {
-		if n.Type == html.ElementNode {
-			if clutter[n.DataAtom] || isNavigation(n) || pageChrome[n.DataAtom] && !inContent {
-				drop = append(drop, n)
-				return
-			}
-			inContent = inContent || n.DataAtom == atom.Article || n.DataAtom == atom.Main
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			visit(c, inContent)
-		}
-	}
-	visit(doc, false)
-	for _, n := range drop {
-		n.Parent.RemoveChild(n)
-	}
-}
-
-// plainText renders the body of a decluttered document, for pages
-// readability finds no article in.
-func plainText(doc *html.Node) string {
-	walk(doc, func(n *html.Node) bool {
-		if n.Type == html.ElementNode && n.DataAtom == atom.Head {
-			n.Parent.RemoveChild(n)
-			return false
-		}
-		return true
-	})
-	return tidy(render.InnerText(doc))
-}
-
-// isNavigation reports an element marked as navigation by its role.
-func isNavigation(n *html.Node) bool {
-	for _, a := range n.Attr {
-		if a.Key == "role" && (a.Val == "navigation" || a.Val == "banner" || a.Val == "contentinfo") {
-			return true
-		}
-		if a.Key == "hidden" || a.Key == "aria-hidden" && a.Val == "true" {
-			return true
-		}
-	}
-	return false
-}
-
 // walk visits n and its descendants depth first; visit returns whether to
 // descend into a node.
 func walk(n *html.Node, visit func(*html.Node) bool) {
@@ -169,29 +175,58 @@ func textOf(n *html.Node) string {
 	return b.String()
 }
 
-// tidy trims each line, and keeps at most one blank line between blocks.
-func tidy(s string) string {
-	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
-	out := make([]string, 0, len(lines))
-	blank := true
-	for _, l := range lines {
-		l = strings.TrimRight(strings.Join(strings.Fields(l), " "), " ")
-		if l == "" {
-			if !blank {
-				out = append(out, "")
-			}
-			blank = true
-			continue
-		}
-		out = append(out, l)
-		blank = false
-	}
-	return strings.TrimSpace(strings.Join(out, "\n"))
-}
-
 func firstNonEmpty(a, b string) string {
 	if a != "" {
 		return a
 	}
 	return b
+}
+
+// sectionOpening is what shows that a text keeps a section: the first 60
+// characters of the first line after its heading, less a list item's
+// marker and what follows a table's first cell; or the heading's text when
+// the section has no text of its own before the next heading.
+func sectionOpening(text string, h Heading) string {
+	rest := text[byteOffset(text, h.Offset):]
+	rest = rest[:min(len(rest), 4000)]
+	lines := strings.Split(rest, "\n")
+	for _, l := range lines[1:] {
+		l = strings.TrimSpace(l)
+		if l == "" {
+			continue
+		}
+		if isHeadingLine(l) {
+			break
+		}
+		l = strings.TrimLeft(strings.TrimPrefix(l, "- "), "0123456789. ")
+		l, _, _ = strings.Cut(l, " | ")
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			return firstRunes(l, 60)
+		}
+	}
+	return h.Text
+}
+
+// isHeadingLine reports a line rendered from a heading: one to six "#"
+// and a space.
+func isHeadingLine(l string) bool {
+	n := len(l) - len(strings.TrimLeft(l, "#"))
+	return n >= 1 && n <= 6 && strings.HasPrefix(l[n:], " ")
+}
+
+// byteOffset is the byte index of character (rune) n of s.
+func byteOffset(s string, n int) int {
+	i := 0
+	for b := range s {
+		if i == n {
+			return b
+		}
+		i++
+	}
+	return len(s)
+}
+
+// firstRunes is the first n characters of s.
+func firstRunes(s string, n int) string {
+	return s[:byteOffset(s, n)]
 }

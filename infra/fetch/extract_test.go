@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,27 +45,36 @@ func serveFiles(t *testing.T, pages map[string][]byte) (*Fetcher, string) {
 	}), Config{})
 }
 
-// TestExtractRealPages fetches the Go specification, the Go memory model
-// and the Bash manual over a loopback server and checks that their text
-// holds headings and paragraphs, and no style, script or navigation text.
+// TestExtractRealPages fetches the Go specification, the Go memory model,
+// the Bash manual and two pages of PostgreSQL's manual over a loopback
+// server and checks that their text holds headings and paragraphs, and no
+// style, script or navigation text; that it keeps every section of the
+// page's whole text and 95% of its characters; and that the page says
+// that text's length.
 func TestExtractRealPages(t *testing.T) {
 	cases := []struct {
 		path, file, title string
 		has, hasNot       []string
 	}{
 		{"/ref/spec", goDoc("go_spec.html"), "",
-			[]string{"Introduction\n", "\nNotation\n", "\nSelect statements\n", "\nAppendix\n",
+			[]string{"## Introduction\n", "\n## Notation\n", "\n### Select statements\n", "\n## Appendix\n",
 				"This is the reference manual for the Go programming language.",
 				"A \"select\" statement chooses which of a set of possible send or receive operations will proceed."},
 			[]string{"<h2", "<p>", "&lt;", `"Title":`, "Subtitle"}},
 		{"/ref/mem", goDoc("go_mem.html"), "",
-			[]string{"Introduction\n", "\nAdvice\n", "\nMemory Model\n",
+			[]string{"## Introduction\n", "\n### Advice\n", "\n## Memory Model\n",
 				"The Go memory model specifies the conditions under which reads of a variable in one goroutine"},
 			[]string{"p.rule", "font-style", "<style", "<h2"}},
 		{"/bash/bashref.html", bashref, "Bash Reference Manual",
-			[]string{"Bash Features\n", "\nPipelines\n", "Bash is the shell, or command language interpreter, for the GNU operating system.",
+			[]string{"# Bash Features\n", "\n#### 3.2.3 Pipelines\n", "Bash is the shell, or command language interpreter, for the GNU operating system.",
 				"A pipeline is a sequence of one or more commands separated by one of the control operators"},
 			[]string{"Next: ", "Previous: ", "[Contents][Index]", "copiable-anchor", "text-decoration", "accesskey"}},
+		{"/pg/runtime-config-resource.html", "testdata/postgresql/runtime-config-resource.html", "20.4. Resource Consumption",
+			[]string{"\n### 20.4.4. Cost-based Vacuum Delay\n", "vacuum_cost_page_dirty (integer)\n", "\n### 20.4.6. Asynchronous Behavior\n"},
+			[]string{"Prev Up Next", "Submit correction", "Home"}},
+		{"/pg/routine-vacuuming.html", "testdata/postgresql/routine-vacuuming.html", "25.1. Routine Vacuuming",
+			[]string{"\n### 25.1.6. The Autovacuum Daemon\n", "The autovacuum daemon, if enabled, will automatically issue"},
+			[]string{"Prev Up Next", "Submit correction"}},
 	}
 	pages := map[string][]byte{}
 	for _, c := range cases {
@@ -81,6 +91,12 @@ func TestExtractRealPages(t *testing.T) {
 				t.Errorf("url %q title %q bytes %d", page.URL, page.Title, page.Bytes)
 			}
 			checkText(t, page.Text, c.has, c.hasNot)
+			whole, lost := sectionsLost(pages[c.path], page.Text)
+			n := utf8.RuneCountInString(page.Text)
+			if len(lost) > 0 || page.PageChars != utf8.RuneCountInString(whole.text) || n < page.PageChars*95/100 {
+				t.Errorf("extract %d of %d characters (page text %d); sections lost %q", n, page.PageChars,
+					utf8.RuneCountInString(whole.text), lost)
+			}
 		})
 	}
 }
@@ -100,8 +116,8 @@ func TestExtractDropsScriptsAndNavigation(t *testing.T) {
 		body, title string
 		has         []string
 	}{
-		"article":  {page, "The Go Memory Model", []string{"\nAdvice\n", "must serialize such access"}},
-		"fallback": {short, "Short", []string{"Short page\n", "Only one short paragraph."}},
+		"article":  {page, "The Go Memory Model", []string{"\n### Advice\n", "must serialize such access"}},
+		"fallback": {short, "Short", []string{"# Short page\n", "Only one short paragraph."}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			title, text, err := Extract([]byte(c.body), "text/html", nil)
@@ -176,4 +192,34 @@ func TestExtractTextKinds(t *testing.T) {
 			t.Errorf("%s: err = %v, want a refusal naming the type", ctype, err)
 		}
 	}
+}
+
+// TestExtractKeepsReadabilityArticle: beside an article of several
+// sections, a blog's side column of links and a comment form that no
+// element or class marks as navigation are left out: readability's
+// article is the text when it keeps every section.
+func TestExtractKeepsReadabilityArticle(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`<html><head><title>Tuning autovacuum</title></head><body><div class="wrap"><div class="post">`)
+	for i := range 5 {
+		fmt.Fprintf(&b, "<h2>Part %d</h2>", i+1)
+		for j := range 3 {
+			fmt.Fprintf(&b, "<p>Paragraph %d of part %d says how the autovacuum daemon chooses the tables it visits, "+
+				"and which of its settings change that choice, with an example of each setting at work.</p>", j+1, i+1)
+		}
+	}
+	b.WriteString(`</div><div class="column"><div class="box"><h3>Popular</h3><ul>`)
+	for i := range 12 {
+		fmt.Fprintf(&b, `<li><a href="/p/%d">SIDELINK post %d</a></li>`, i, i)
+	}
+	b.WriteString(`</ul></div></div></div></body></html>`)
+	e, err := ExtractPage([]byte(b.String()), "text/html", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Method != MethodArticle || len(e.Headings) != 5 || utf8.RuneCountInString(e.Text) >= e.PageChars {
+		t.Errorf("method %s, %d headings, %d of %d characters: want readability's article of 5 parts",
+			e.Method, len(e.Headings), utf8.RuneCountInString(e.Text), e.PageChars)
+	}
+	checkText(t, e.Text, []string{"## Part 1\n", "## Part 5\n", "Paragraph 3 of part 5"}, []string{"SIDELINK", "Popular"})
 }

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,7 +79,12 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL) (jobs.Page, error) {
 	if kind == "" {
 		return page, unreadable(page.URL, mediaType)
 	}
-	page.Title, page.Text = extract(body, kind, header, resp.Request.URL)
+	e := extract(body, kind, header, resp.Request.URL)
+	page.Title, page.Text, page.PageChars = e.Title, e.Text, e.PageChars
+	if frag := cmp.Or(resp.Request.URL.Fragment, u.Fragment); frag != "" {
+		page.Fragment = &jobs.Fragment{ID: frag}
+		page.Fragment.Offset, page.Fragment.Heading, page.Fragment.Found = e.Locate(frag)
+	}
 	return page, nil
 }
 
