@@ -52,14 +52,10 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 	if region == "" {
 		return nil, fmt.Errorf("bedrock config: no Region (set AWS_REGION or the Bedrock Region)")
 	}
-	override, ok := cfg.Profiles[cfg.Model]
-	if !ok {
-		override = cfg.Profiles[FoundationModel(cfg.Model)]
-	}
 	s, _ := specOf(cfg.Model)
 	m := &Model{name: cfg.Model, client: newClient(*ac, region, cfg), log: cfg.Logger, caching: s.caching}
 	var known bool
-	m.profile, known = profileFor(cfg.Model, override)
+	m.profile, known = profileFor(cfg.Model, overrideOf(cfg.Profiles, cfg.Model))
 	if !known || !m.profile.Priced {
 		m.log.Warn("bedrock: model not in the profile table; describe it in GB_MODEL_PROFILES",
 			slog.String("model", m.name), slog.Int("context_window", m.profile.ContextWindow),

@@ -15,6 +15,23 @@ const (
 	ReportCapDefault = 4096
 )
 
+// ProfileOf is the profile a model id has with profiles
+// (GB_MODEL_PROFILES), without a client: what a process that only starts
+// researches needs to check a budget.
+func ProfileOf(id string, profiles map[string]openai.ProfileOverride) llm.Profile {
+	p, _ := profileFor(id, overrideOf(profiles, id))
+	return p
+}
+
+// overrideOf is a model's entry of profiles, by its id or by its
+// foundation model's.
+func overrideOf(profiles map[string]openai.ProfileOverride, id string) openai.ProfileOverride {
+	if o, ok := profiles[id]; ok {
+		return o
+	}
+	return profiles[FoundationModel(id)]
+}
+
 // profileFor is the profile of a model id: the table's, then o's fields
 // over it. known is false when the window is a guess.
 func profileFor(id string, o openai.ProfileOverride) (p llm.Profile, known bool) {
