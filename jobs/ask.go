@@ -199,7 +199,7 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 	window := lim.effectiveWindow(p.ContextWindow)
 	req.MaxCompletionTokens = completionCap(p, last, unusableAttempts(t.job), a.config.MaxCompletionTokens, window, lim.tpm)
 	for {
-		out, fits, compacted := a.compact(req, window, lim.tpm, level, t.tokenRatio)
+		out, fits, compacted := a.compact(req, window, quotaRoom(lim.tpm, p, req.MaxCompletionTokens), level, t.tokenRatio)
 		t.compaction = compacted
 		if fits || !last || req.MaxCompletionTokens <= minCompletionTokens {
 			return out, fits, nil
@@ -211,19 +211,30 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 // completionCap is the cap of a call: the profile's step or report cap,
 // doubled for each unusable answer in a row before it, and held within
 // the configured most, the model's output limit, and half of the window
-// and of the token rate limit (so that the prompt keeps room).
+// and of the token rate limit at the model's output burndown (so that the
+// prompt keeps room).
 func completionCap(p llm.Profile, last bool, unusable, most, window, tpm int) int {
 	c := p.StepCap
 	if last {
 		c = p.ReportCap
 	}
 	c = min(c<<unusable, most)
-	for _, limit := range []int{p.MaxCompletion, window / 2, tpm / 2} {
+	for _, limit := range []int{p.MaxCompletion, window / 2, tpm / (2 * max(p.OutputBurndown, 1))} {
 		if limit > 0 {
 			c = min(c, limit)
 		}
 	}
 	return c
+}
+
+// quotaRoom is the token rate limit as a request's prompt and cap count
+// against it: a model whose output burns the quota faster (OutputBurndown)
+// leaves its prompt that much less room (0: no limit).
+func quotaRoom(tpm int, p llm.Profile, maxCompletion int) int {
+	if tpm <= 0 || p.OutputBurndown <= 1 {
+		return tpm
+	}
+	return max(tpm-(p.OutputBurndown-1)*maxCompletion, 1)
 }
 
 // unusableAttempts counts the job's latest attempts in a row that failed

@@ -76,9 +76,11 @@ const coldRatio = 1.25
 
 // cost is the rate key of a model's call and the tokens its limit counts:
 // the prompt, as the provider is likely to count it (est is scaled
-// already), and the completion cap, as providers count them before a call.
-func (l *limiter) cost(model string, est llm.Usage) (string, int) {
-	return model, est.PromptTokens + est.CompletionTokens
+// already), and the completion cap, as providers count them before a
+// call, at the model's output burndown rate (Bedrock takes five tokens of
+// the quota for each output token of Claude 3.7 Sonnet and Claude 4).
+func (l *limiter) cost(m llm.Model, est llm.Usage) (string, int) {
+	return m.Name(), est.PromptTokens + est.CompletionTokens*max(profileOf(m).OutputBurndown, 1)
 }
 
 // scale is a prompt estimate corrected by what the provider counted before

@@ -168,3 +168,31 @@ func TestCompactionWindowIsTheSmallerOfWindowAndTPM(t *testing.T) {
 		}
 	}
 }
+
+// A model whose output burns the quota five times over is charged five
+// tokens of the TPM for each token of its completion cap, its cap is held
+// to a tenth of the TPM, and its prompt is left the rest.
+func TestOutputBurndownCountsAgainstTheQuota(t *testing.T) {
+	claude4 := &burnModel{p: llm.Profile{StepCap: 1024, ReportCap: 4096, MaxCompletion: 64_000, OutputBurndown: 5}}
+	if _, n := newLimiter(nil).cost(claude4, llm.Usage{PromptTokens: 1000, CompletionTokens: 200}); n != 2000 {
+		t.Errorf("cost %d, want 1000 + 5×200", n)
+	}
+	if c := completionCap(claude4.p, true, 0, 16_384, 200_000, 40_000); c != 4000 {
+		t.Errorf("report cap %d under a 40k TPM at 5×, want 4000", c)
+	}
+	if r := quotaRoom(40_000, claude4.p, 4000); r != 24_000 {
+		t.Errorf("room %d, want 40000 - 4×4000", r)
+	}
+	if r := quotaRoom(40_000, llm.Profile{}, 4000); r != 40_000 {
+		t.Errorf("room %d at 1×, want the TPM", r)
+	}
+}
+
+// burnModel is a model with a profile and nothing else.
+type burnModel struct{ p llm.Profile }
+
+func (m *burnModel) Name() string         { return "burn" }
+func (m *burnModel) Profile() llm.Profile { return m.p }
+func (m *burnModel) Complete(context.Context, llm.Request) (llm.Response, error) {
+	return llm.Response{}, errors.New("not called")
+}

@@ -1,6 +1,8 @@
 package bedrock
 
 import (
+	"cmp"
+
 	"github.com/gbresearch/gb/infra/openai"
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -50,6 +52,10 @@ func profileFor(id string, o openai.ProfileOverride) (p llm.Profile, known bool)
 	}
 	p.StepCap = capOr(o.StepCap, min(StepCapDefault, report), window)
 	p.ReportCap = capOr(o.ReportCap, report, window)
+	// An unknown model's output limit is not known either: no cap sent
+	// passes the report cap, which every model takes.
+	p.MaxCompletion = cmp.Or(s.maxOutput, max(p.StepCap, p.ReportCap))
+	p.OutputBurndown = max(s.burndown, 1)
 	p.Price, p.Priced = priceFor(s, s.window > 0, o)
 	return p, known
 }
