@@ -18,8 +18,8 @@ import (
 	"github.com/gbresearch/gb/infra/httpapi"
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/jobs"
-	"github.com/gbresearch/gb/jobs/llm"
 	"github.com/gbresearch/gb/jobs/kb"
+	"github.com/gbresearch/gb/jobs/llm"
 	"github.com/gbresearch/gb/messenger"
 )
 

@@ -93,8 +93,8 @@ func DefaultModels() map[string]ModelSpec {
 // million tokens (as infra/bedrock's table has them).
 func DefaultPrices() map[string]llm.Price {
 	return map[string]llm.Price{
-		"amazon.nova-lite-v1:0":                       {Input: 0.06, CachedInput: 0.015, Output: 0.24},
-		"anthropic.claude-3-5-haiku-20241022-v1:0":    {Input: 0.80, CachedInput: 0.08, CacheWrite: 1.00, Output: 4.00},
+		"amazon.nova-lite-v1:0":                    {Input: 0.06, CachedInput: 0.015, Output: 0.24},
+		"anthropic.claude-3-5-haiku-20241022-v1:0": {Input: 0.80, CachedInput: 0.08, CacheWrite: 1.00, Output: 4.00},
 		// A geography profile of Claude 4.5: the global rate and 10%.
 		"us.anthropic.claude-haiku-4-5-20251001-v1:0": {Input: 1.10, CachedInput: 0.11, CacheWrite: 1.375, Output: 5.50},
 		"meta.llama3-1-8b-instruct-v1:0":              {Input: 0.08, CachedInput: 0.08, Output: 0.32},
