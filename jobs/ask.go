@@ -187,7 +187,8 @@ func (a *Agent) endWithFindings(ctx context.Context, t *turn, why string) error 
 // at level to fit the model's window as the provider counts (t.tokenRatio)
 // and its token rate limit (lim: what the provider showed, which wins over
 // the profile when smaller). A report that does not fit with its cap is
-// given a smaller cap, down to the smallest worth a call. It is a function
+// given a cap smaller by a quarter at a time, down to the smallest worth a
+// call. It is a function
 // of the stored conversation and calls, and of the configuration and the
 // limits learned, so a retried step builds the same request.
 func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, level int, lim providerLimits) (llm.Request, bool, error) {
@@ -204,7 +205,7 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 		if fits || !last || req.MaxCompletionTokens <= minCompletionTokens {
 			return out, fits, nil
 		}
-		req.MaxCompletionTokens = max(req.MaxCompletionTokens/2, minCompletionTokens)
+		req.MaxCompletionTokens = max(req.MaxCompletionTokens*3/4, minCompletionTokens)
 	}
 }
 

@@ -76,8 +76,9 @@ func TestConfiguredAndProviderLimits(t *testing.T) {
 }
 
 // A context_length_exceeded refusal teaches the window it names, or a
-// shrink of the window in force (of the refused request when none is
-// known); it never teaches a window larger than the one in force.
+// shrink of the window in force, or the refused request's size when that
+// is smaller; it never teaches a window larger than the one in force, nor
+// one under the floor unless named.
 func TestNextWindow(t *testing.T) {
 	openai := "This model's maximum context length is 16384 tokens. However, you requested 20000 tokens."
 	for _, c := range []struct {
@@ -90,9 +91,11 @@ func TestNextWindow(t *testing.T) {
 		{openai, 0, 20_000, 16_384},
 		{"prompt is too long: 210000 tokens > 200000 maximum", 1_000_000, 210_000, 200_000},
 		{"the context window of 8,192 tokens was exceeded", 32_000, 9000, 8192},
-		{"Input is too long for requested model.", 300_000, 40_000, 225_000},
-		{"Input is too long for requested model.", 0, 40_000, 30_000},
-		{"Input is too long for requested model.", 2048, 1000, 0},
+		{"Input is too long for requested model.", 300_000, 400_000, 225_000},
+		{"Input is too long for requested model.", 128_000, 20_000, 20_000},
+		{"Input is too long for requested model.", 128_000, 3000, 96_000},
+		{"Input is too long for requested model.", 0, 40_000, 40_000},
+		{"Input is too long for requested model.", 9000, 1000, 0},
 	} {
 		if got, _ := nextWindow(c.msg, c.inForce, c.refused); got != c.want {
 			t.Errorf("nextWindow(%q, %d, %d) = %d, want %d", c.msg, c.inForce, c.refused, got, c.want)

@@ -31,12 +31,13 @@ type providerLimits struct {
 }
 
 // windowShrink is how much a refusal that names no window shrinks the
-// window in force (or the refused request, when no window is known).
+// window in force.
 const windowShrink = 0.75
 
 // windowFloor is the smallest window a refusal that names none may teach:
-// below it, a refusal is not about the window.
-const windowFloor = 2048
+// below it, the refusal more likely says gb's estimate fell short, which
+// compacting harder answers.
+const windowFloor = 8192
 
 // providerLimitsSQL reads a model's learned window and its key's TPM.
 const providerLimitsSQL = `SELECT coalesce((SELECT window_tokens FROM gb_model_windows WHERE model = $1), 0),
@@ -98,9 +99,10 @@ func windowNamed(msg string) int {
 // nextWindow is the window a context_length_exceeded refusal teaches,
 // given the window in force (0: none known) and the size of the refused
 // request (prompt and completion cap, as gb counted it): the number the
-// refusal names, or else the window in force (the request, when none is
-// known) shrunk by windowShrink. It returns 0 when the refusal teaches
-// nothing smaller, and whether the provider named the number.
+// refusal names, or else the window in force shrunk by windowShrink, or
+// the refused request when that is smaller (the window is under it), never
+// below windowFloor. It returns 0 when the refusal teaches nothing
+// smaller, and whether the provider named the number.
 func nextWindow(msg string, inForce, refused int) (int, bool) {
 	if n := windowNamed(msg); n > 0 {
 		if inForce > 0 && n >= inForce {
@@ -108,11 +110,13 @@ func nextWindow(msg string, inForce, refused int) (int, bool) {
 		}
 		return n, true
 	}
-	base := inForce
-	if base <= 0 {
-		base = refused
+	n := 0
+	if inForce > 0 {
+		n = int(float64(inForce) * windowShrink)
 	}
-	n := int(float64(base) * windowShrink)
+	if refused >= windowFloor && (n == 0 || refused < n) {
+		n = refused
+	}
 	if n < windowFloor {
 		return 0, false
 	}

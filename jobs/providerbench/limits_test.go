@@ -47,7 +47,7 @@ func TestSmallWindowIsLearned(t *testing.T) {
 }
 
 // The 40-step research with notes against a 16k window that gb was told is
-// 128k (go test -run '^$' -bench SmallWindow -benchtime 1x ./jobs/providerbench).
+// 128k (go test -run '^$' -bench 'SmallWindow$' -benchtime 1x ./jobs/providerbench).
 func BenchmarkSmallWindow(b *testing.B) {
 	pool := dbtest.NewPool(b)
 	for b.Loop() {
@@ -59,6 +59,29 @@ func BenchmarkSmallWindow(b *testing.B) {
 		b.Logf("%s after %d steps (%s); %d refused for %d paid (%.1f%%); learned %d; largest request %d; "+
 			"report cap %d; %d pages cited; $%.4f", r.Status, r.Steps, r.Error, r.Refused, r.Paid,
 			100*float64(r.Refused)/float64(max(r.Paid, 1)), r.Learned, r.MaxRequest, r.ReportCap, r.Cited, r.Provider.CostUSD)
+		checkWindow(b, r, 40, 16_000)
+		if r.ReportCap >= 4096 {
+			b.Errorf("report cap %d: the notes should have left the report less than its 4096", r.ReportCap)
+		}
+		b.ReportMetric(float64(r.Refused)/float64(max(r.Paid, 1)), "refused/paid")
+	}
+}
+
+// The same research on Bedrock, whose refusals name no window ("Input is
+// too long for requested model."): each shrinks the window in force by a
+// quarter (go test -run '^$' -bench SmallWindowBedrock -benchtime 1x
+// ./jobs/providerbench).
+func BenchmarkSmallWindowBedrock(b *testing.B) {
+	pool := dbtest.NewPool(b)
+	for b.Loop() {
+		r, err := providerbench.SmallWindow(context.Background(), providerbench.WindowOptions{
+			EnvOptions: providerbench.EnvOptions{Pool: pool, Workers: 2, ProviderName: providerbench.ProviderBedrock}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s after %d steps (%s); %d refused for %d paid (%.1f%%); learned %d; largest request %d; "+
+			"report cap %d; $%.4f", r.Status, r.Steps, r.Error, r.Refused, r.Paid,
+			100*float64(r.Refused)/float64(max(r.Paid, 1)), r.Learned, r.MaxRequest, r.ReportCap, r.Provider.CostUSD)
 		checkWindow(b, r, 40, 16_000)
 		b.ReportMetric(float64(r.Refused)/float64(max(r.Paid, 1)), "refused/paid")
 	}
