@@ -188,9 +188,9 @@ func (a *Agent) endWithFindings(ctx context.Context, t *turn, why string) error 
 // and its token rate limit (lim: what the provider showed, which wins over
 // the profile when smaller). A report that does not fit with its cap is
 // given a cap smaller by a quarter at a time, down to the smallest worth a
-// call. It is a function
-// of the stored conversation and calls, and of the configuration and the
-// limits learned, so a retried step builds the same request.
+// call. It is a function of the stored conversation and calls, and of the
+// configuration and the limits learned, so a retried step builds the same
+// request.
 func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, level int, lim providerLimits) (llm.Request, bool, error) {
 	req, err := a.request(t.run, conv, last, closing)
 	if err != nil {
