@@ -45,8 +45,13 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 	run := t.run
 	level := t.refusals[step]
 	closing := false
+	model := a.modelFor(run).Name()
+	lim, err := a.providerLimits(ctx, model)
+	if err != nil {
+		return nil, err
+	}
 	for {
-		req, fits, err := a.buildRequest(t, conv, last, closing, level)
+		req, fits, err := a.buildRequest(t, conv, last, closing, level, lim)
 		if err != nil {
 			return nil, err
 		}
@@ -108,8 +113,17 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 		}
 		switch {
 		case errors.Is(err, llm.ErrContextLength), errors.Is(err, llm.ErrTooLarge):
-			// The estimate fell short: compact harder, then ask for the
-			// report; the ledger remembers the refusal for a retried step.
+			// A window smaller than gb knew is kept for every worker and the
+			// request rebuilt for it; otherwise the estimate fell short:
+			// compact harder, then ask for the report. The ledger remembers
+			// the refusal for a retried step.
+			learned, lerr := a.refused(ctx, t, err, &lim, ad.call.est)
+			if lerr != nil {
+				return nil, lerr
+			}
+			if learned {
+				continue
+			}
 			level++
 			if level > maxCompactLevel {
 				if last {
@@ -138,7 +152,7 @@ func (a *Agent) observe(ctx context.Context, run *Run, lim *llm.RateLimits, call
 			wait = rateLimitWait(callErr)
 		}
 	}
-	if err := a.rate.observe(context.WithoutCancel(ctx), a.pool, a.modelFor(run).Name(), lim, wait); err != nil {
+	if err := a.rate.observe(context.WithoutCancel(ctx), a.pool, a.logger, a.modelFor(run).Name(), lim, wait); err != nil {
 		a.logger.WarnContext(ctx, "could not record a provider's rate limits", "err", err)
 	}
 }
@@ -169,32 +183,65 @@ func (a *Agent) endWithFindings(ctx context.Context, t *turn, why string) error 
 // buildRequest is the request of a step: the system prompt, tools and
 // conversation of the run (tools listed but not callable on its last step,
 // so that the prompt's cached prefix holds), a completion cap sized to
-// what the call is for, compacted at level to fit the model's window as
-// the provider counts (t.tokenRatio). It is a function of the stored
-// conversation and calls, and of the configuration, so a retried step
-// builds the same request.
-func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, level int) (llm.Request, bool, error) {
+// what the call is for and held within the model's output limit, compacted
+// at level to fit the model's window as the provider counts (t.tokenRatio)
+// and its token rate limit (lim: what the provider showed, which wins over
+// the profile when smaller). A report that does not fit with its cap is
+// given a cap smaller by a quarter at a time, down to the smallest worth a
+// call. It is a function of the stored conversation and calls, and of the
+// configuration and the limits learned, so a retried step builds the same
+// request.
+func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, level int, lim providerLimits) (llm.Request, bool, error) {
 	req, err := a.request(t.run, conv, last, closing)
 	if err != nil {
 		return req, false, err
 	}
 	p := profileOf(a.modelFor(t.run))
-	req.MaxCompletionTokens = p.StepCap
+	window := lim.effectiveWindow(p.ContextWindow)
+	req.MaxCompletionTokens = completionCap(p, last, unusableAttempts(t.job), a.config.MaxCompletionTokens, window, lim.tpm)
+	for {
+		out, fits, compacted := a.compact(req, window, quotaRoom(lim.tpm, p, req.MaxCompletionTokens), level, t.tokenRatio)
+		t.compaction = compacted
+		if fits || !last || req.MaxCompletionTokens <= minCompletionTokens {
+			return out, fits, nil
+		}
+		req.MaxCompletionTokens = max(req.MaxCompletionTokens*3/4, minCompletionTokens)
+	}
+}
+
+// completionCap is the cap of a call: the profile's step or report cap,
+// doubled for each unusable answer in a row before it, and held within
+// the configured most, the model's output limit, and half of the window
+// and of the token rate limit at the model's output burndown (so that the
+// prompt keeps room).
+func completionCap(p llm.Profile, last bool, unusable, most, window, tpm int) int {
+	c := p.StepCap
 	if last {
-		req.MaxCompletionTokens = p.ReportCap
+		c = p.ReportCap
 	}
-	req.MaxCompletionTokens = min(req.MaxCompletionTokens<<unusableAttempts(t.job), a.config.MaxCompletionTokens)
-	if p.ContextWindow > 0 {
-		req.MaxCompletionTokens = min(req.MaxCompletionTokens, p.ContextWindow/2)
+	c = min(c<<unusable, most)
+	for _, limit := range []int{p.MaxCompletion, window / 2, tpm / (2 * max(p.OutputBurndown, 1))} {
+		if limit > 0 {
+			c = min(c, limit)
+		}
 	}
-	out, fits, compacted := a.compact(req, p.ContextWindow, level, t.tokenRatio)
-	t.compaction = compacted
-	return out, fits, nil
+	return c
+}
+
+// quotaRoom is the token rate limit as a request's prompt and cap count
+// against it: a model whose output burns the quota faster (OutputBurndown)
+// leaves its prompt that much less room (0: no limit).
+func quotaRoom(tpm int, p llm.Profile, maxCompletion int) int {
+	if tpm <= 0 || p.OutputBurndown <= 1 {
+		return tpm
+	}
+	return max(tpm-(p.OutputBurndown-1)*maxCompletion, 1)
 }
 
 // unusableAttempts counts the job's latest attempts in a row that failed
 // on an unusable answer (a reasoning model that spent its cap thinking):
-// each doubles the next attempt's completion cap.
+// each doubles the next attempt's completion cap, up to the model's
+// output limit (completionCap).
 func unusableAttempts(job *river.Job[StepArgs]) int {
 	n := 0
 	for i := len(job.Errors) - 1; i >= 0 && n < 3; i-- {

@@ -3,6 +3,8 @@ package jobs
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -23,6 +25,11 @@ func (a *Agent) checkBudget(p StartParams) error {
 	if p.MaxCostUSD == 0 && p.MaxTokens == 0 {
 		return nil
 	}
+	if p.MaxCostUSD > 0 {
+		if err := a.checkPriced(p.MaxCostUSD); err != nil {
+			return err
+		}
+	}
 	tokens, cost, err := a.minimumBudget(p)
 	if err != nil {
 		return err
@@ -36,6 +43,26 @@ func (a *Agent) checkBudget(p StartParams) error {
 			"call and its report cost at least $%.6f with this topic and model", p.MaxCostUSD, cost)}
 	}
 	return nil
+}
+
+// checkPriced refuses a dollar budget when a model the research may call
+// (the default, or one a sub-agent may be given) has a profile but no
+// price: its calls would be counted at $0 and the budget would hold
+// nothing while the provider bills.
+func (a *Agent) checkPriced(maxCost float64) error {
+	var unpriced []string
+	for _, m := range append([]llm.Model{a.model}, a.models...) {
+		if _, ok := m.(llm.Profiler); ok && !profileOf(m).Priced && !slices.Contains(unpriced, m.Name()) {
+			unpriced = append(unpriced, m.Name())
+		}
+	}
+	if len(unpriced) == 0 {
+		return nil
+	}
+	return &FieldError{"max_cost_usd", fmt.Sprintf("is $%g, but model %s has no price, so gb cannot count what the "+
+		"research costs and the budget would hold nothing: give its price in GB_MODEL_PROFILES, e.g. "+
+		"{%q:{\"input\":0.5,\"output\":1.5}} (US dollars per million tokens), or budget in tokens with max_tokens",
+		maxCost, strings.Join(unpriced, ", "), unpriced[0])}
 }
 
 // minimumBudget is the smallest budget with which a new research can make

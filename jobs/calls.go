@@ -84,7 +84,7 @@ func (a *Agent) admitCall(ctx context.Context, db DB, t *turn, step int, req llm
 	closing bool) (capacity, error) {
 	run, job := t.run, t.job
 	model := a.modelFor(run)
-	key, tokens := a.rate.cost(model.Name(), est)
+	key, tokens := a.rate.cost(model, est)
 	var c capacity
 	var status string
 	var at *time.Time

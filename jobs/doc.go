@@ -56,8 +56,12 @@ prompts in jobs/prompts.
 
 budget.go keeps a tree within its budget: each call reserves what it may
 cost, with the root locked, and a share is kept for the root's report;
-budget_start.go checks a budget a research asks for. ratelimit.go shares
-each model's provider limits among all workers through Postgres. calls.go
+budget_start.go checks a budget a research asks for (and refuses a dollar
+budget on a model with no price). ratelimit.go shares each model's
+provider limits among all workers through Postgres, the lower of the
+configured and the provider's governing; windows.go keeps the context
+window a provider's refusal showed smaller than the profile's, read with
+the TPM at each call so that requests fit both. calls.go
 is the ledger of model calls, one row a call, settled whatever happens to
 its step.
 

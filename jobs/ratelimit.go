@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"time"
@@ -13,7 +14,8 @@ import (
 // This file shares a provider's capacity among every worker. The limits
 // of a model (requests and tokens per minute) live in one row of
 // gb_rate_limits, configured (Config.RateLimits) or learned from the
-// provider's x-ratelimit-* headers; every call takes its capacity there
+// provider's x-ratelimit-* headers, the lower of the two governing (a
+// limit no longer configured is gone, and the headers govern alone); every call takes its capacity there
 // (gb_take_capacity, in admitCallSQL) before it is made, and a call that
 // must wait goes back to the queue until its capacity's time instead of
 // sleeping in its worker slot. What the provider says after each call
@@ -36,10 +38,35 @@ type limiter struct {
 	mu       sync.Mutex
 	ratio    map[string]float64   // provider's prompt tokens / the estimate, at least 1
 	observed map[string]time.Time // when the provider's word was last written, by model
+	lowered  map[string]bool      // models whose headers named a limit under the configured one
 }
 
 func newLimiter(configured map[string]RateLimit) *limiter {
-	return &limiter{configured: configured, ratio: map[string]float64{}, observed: map[string]time.Time{}}
+	return &limiter{configured: configured, ratio: map[string]float64{}, observed: map[string]time.Time{},
+		lowered: map[string]bool{}}
+}
+
+// noteLower logs, once a process, that a provider's headers name a limit
+// under the configured one for a model: the lower one governs.
+func (l *limiter) noteLower(ctx context.Context, logger *slog.Logger, model string, rl llm.RateLimits) {
+	c, ok := l.configured[model]
+	if !ok {
+		return
+	}
+	rpmLower := c.RPM > 0 && rl.LimitRequests > 0 && rl.LimitRequests < c.RPM
+	tpmLower := c.TPM > 0 && rl.LimitTokens > 0 && rl.LimitTokens < c.TPM
+	if !rpmLower && !tpmLower {
+		return
+	}
+	l.mu.Lock()
+	seen := l.lowered[model]
+	l.lowered[model] = true
+	l.mu.Unlock()
+	if !seen {
+		logger.WarnContext(ctx, "the provider's rate limits are lower than configured (GB_RATE_LIMITS); the provider's govern",
+			slog.String("model", model), slog.Int("configured_rpm", c.RPM), slog.Int("provider_rpm", rl.LimitRequests),
+			slog.Int("configured_tpm", c.TPM), slog.Int("provider_tpm", rl.LimitTokens))
+	}
 }
 
 // coldRatio is how many tokens a provider is taken to count for each of
@@ -49,9 +76,11 @@ const coldRatio = 1.25
 
 // cost is the rate key of a model's call and the tokens its limit counts:
 // the prompt, as the provider is likely to count it (est is scaled
-// already), and the completion cap, as providers count them before a call.
-func (l *limiter) cost(model string, est llm.Usage) (string, int) {
-	return model, est.PromptTokens + est.CompletionTokens
+// already), and the completion cap, as providers count them before a
+// call, at the model's output burndown rate (Bedrock takes five tokens of
+// the quota for each output token of Claude 3.7 Sonnet and Claude 4).
+func (l *limiter) cost(m llm.Model, est llm.Usage) (string, int) {
+	return m.Name(), est.PromptTokens + est.CompletionTokens*max(profileOf(m).OutputBurndown, 1)
 }
 
 // scale is a prompt estimate corrected by what the provider counted before
@@ -81,17 +110,29 @@ func (l *limiter) learn(model string, estimated, counted int) {
 	l.ratio[model] = 0.8*old + 0.2*r
 }
 
-// syncLimitsSQL writes the configured limits, replacing what headers taught.
-const syncLimitsSQL = `INSERT INTO gb_rate_limits (key, rpm, tpm, configured)
-	SELECT k, nullif(r, 0), nullif(t, 0), true FROM unnest($1::text[], $2::int[], $3::int[]) AS u(k, r, t)
-	ON CONFLICT (key) DO UPDATE SET rpm = excluded.rpm, tpm = excluded.tpm, configured = true, updated_at = now()`
+// syncLimitsSQL writes the configured limits ($1 keys, $2 rpm, $3 tpm, 0
+// for none): a limit whose configuration is unchanged keeps what the
+// provider's headers lowered it to, a changed one takes the new figure, and
+// a key configured before but no longer loses its configured limits, so
+// that the provider's headers govern it from its next call.
+const syncLimitsSQL = `WITH cfg AS (
+		SELECT k, nullif(r, 0) AS r, nullif(t, 0) AS t FROM unnest($1::text[], $2::int[], $3::int[]) AS u(k, r, t)),
+	gone AS (
+		UPDATE gb_rate_limits SET configured = false,
+			rpm = CASE WHEN cfg_rpm IS NULL THEN rpm END, tpm = CASE WHEN cfg_tpm IS NULL THEN tpm END,
+			cfg_rpm = NULL, cfg_tpm = NULL, updated_at = now()
+		WHERE configured AND key NOT IN (SELECT k FROM cfg))
+	INSERT INTO gb_rate_limits AS l (key, rpm, tpm, cfg_rpm, cfg_tpm, configured)
+	SELECT k, r, t, r, t, true FROM cfg
+	ON CONFLICT (key) DO UPDATE SET configured = true,
+		rpm = CASE WHEN l.cfg_rpm IS NOT DISTINCT FROM excluded.cfg_rpm THEN least(l.rpm, excluded.cfg_rpm) ELSE excluded.cfg_rpm END,
+		tpm = CASE WHEN l.cfg_tpm IS NOT DISTINCT FROM excluded.cfg_tpm THEN least(l.tpm, excluded.cfg_tpm) ELSE excluded.cfg_tpm END,
+		cfg_rpm = excluded.cfg_rpm, cfg_tpm = excluded.cfg_tpm, updated_at = now()`
 
-// sync writes the configured limits to the shared table.
+// sync writes the configured limits to the shared table, and takes away
+// the configured limits of keys no longer configured.
 func (l *limiter) sync(ctx context.Context, db DB) error {
-	if len(l.configured) == 0 {
-		return nil
-	}
-	var keys []string
+	keys := []string{}
 	var rpm, tpm []int32
 	for k, v := range l.configured {
 		keys, rpm, tpm = append(keys, k), append(rpm, int32(v.RPM)), append(tpm, int32(v.TPM))
@@ -103,15 +144,16 @@ func (l *limiter) sync(ctx context.Context, db DB) error {
 }
 
 // observeLimitsSQL writes what a provider said of a model's limits: the
-// limits themselves (unless configured; a limit the provider names no
-// longer, when it names another, is gone), the clocks of its buckets as the
-// provider's remaining capacity puts them ($4, $5), and a hold on every
-// call until $6 after a 429.
+// limits themselves, never above a configured one (a limit the provider
+// names no longer, when it names another, is gone, or back to the
+// configured one), the clocks of its buckets as the provider's remaining
+// capacity puts them ($4, $5), and a hold on every call until $6 after a
+// 429.
 const observeLimitsSQL = `INSERT INTO gb_rate_limits AS r (key, rpm, tpm, req_tat, tok_tat, blocked_until)
 	VALUES ($1, nullif($2, 0), nullif($3, 0), $4, $5, $6)
 	ON CONFLICT (key) DO UPDATE SET
-		rpm = CASE WHEN r.configured OR ($2 = 0 AND $3 = 0) THEN r.rpm ELSE excluded.rpm END,
-		tpm = CASE WHEN r.configured OR ($2 = 0 AND $3 = 0) THEN r.tpm ELSE excluded.tpm END,
+		rpm = CASE WHEN $2 = 0 AND $3 = 0 THEN r.rpm ELSE least(r.cfg_rpm, excluded.rpm) END,
+		tpm = CASE WHEN $2 = 0 AND $3 = 0 THEN r.tpm ELSE least(r.cfg_tpm, excluded.tpm) END,
 		req_tat = greatest(r.req_tat, excluded.req_tat), tok_tat = greatest(r.tok_tat, excluded.tok_tat),
 		blocked_until = greatest(r.blocked_until, excluded.blocked_until), updated_at = now()`
 
@@ -123,7 +165,8 @@ const observeEvery = 10 * time.Second
 // observe writes what the provider said with a call, when it matters: a
 // 429's wait always, the remaining capacity when it runs low or has not
 // been written for a while.
-func (l *limiter) observe(ctx context.Context, db DB, model string, lim *llm.RateLimits, retryAfter time.Duration) error {
+func (l *limiter) observe(ctx context.Context, db DB, logger *slog.Logger, model string, lim *llm.RateLimits,
+	retryAfter time.Duration) error {
 	now := time.Now()
 	if lim == nil && retryAfter <= 0 {
 		return nil
@@ -132,6 +175,7 @@ func (l *limiter) observe(ctx context.Context, db DB, model string, lim *llm.Rat
 	if lim != nil {
 		rl = *lim
 	}
+	l.noteLower(ctx, logger, model, rl)
 	l.mu.Lock()
 	due := retryAfter > 0 || now.Sub(l.observed[model]) >= observeEvery || low(rl)
 	if due {

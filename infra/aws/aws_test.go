@@ -222,6 +222,11 @@ func TestSetupOpensThePoolWithSecretsAndName(t *testing.T) {
 	if _, err := rt.RecordingModel().Complete(context.Background(), llm.Request{}); !errors.Is(err, gbaws.ErrNoModelHere) {
 		t.Fatalf("recording model completed: %v", err)
 	}
+	// It knows the model's profile, so that the budgets a research asks
+	// for are checked against its price (gpt-test has none).
+	if p, ok := rt.RecordingModel().(llm.Profiler); !ok || p.Profile().Priced || p.Profile().ContextWindow == 0 {
+		t.Fatalf("recording model %T: profiler %t", rt.RecordingModel(), ok)
+	}
 	if err := rt.Kick()(context.Background()); err != nil {
 		t.Fatal(err)
 	}

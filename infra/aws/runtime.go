@@ -173,8 +173,21 @@ func (r *Runtime) Model() (llm.Model, error) {
 // call, for the functions that start researches but never call a model:
 // they need the name for the runs they insert, not the key.
 func (r *Runtime) RecordingModel() llm.Model {
-	return recordingModel(ModelName(r.Config))
+	name := ModelName(r.Config)
+	if p, ok := r.Config.ModelProfile(name); ok {
+		return profiledRecording{recordingModel(name), p}
+	}
+	return recordingModel(name)
 }
+
+// profiledRecording is a recording model that knows the model's profile,
+// so that the budgets a research asks for are checked against its prices.
+type profiledRecording struct {
+	recordingModel
+	profile llm.Profile
+}
+
+func (m profiledRecording) Profile() llm.Profile { return m.profile }
 
 // ModelName is the name of the model the settings select (see
 // config.Config.ModelName): Bedrock's, the OpenAI model's, or the offline

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/gbresearch/gb/infra/openai"
 )
@@ -38,8 +39,10 @@ type Config struct {
 	// AWS is the AWS configuration (credentials, Region); nil means the
 	// SDK's default chain, loaded by New.
 	AWS *aws.Config
-	// HTTPClient makes the requests; nil means a client with no overall
-	// timeout, so that the caller's context bounds each call.
+	// HTTPClient makes the requests; nil means the SDK's buildable client
+	// (its TLS, dial and handshake timeouts) holding MaxIdleConnsPerHost
+	// idle connections to the endpoint, with no overall timeout, so that
+	// the caller's context bounds each call.
 	HTTPClient *http.Client
 	// Profiles describe models or correct the table, by model id (exact,
 	// or without its geography prefix), as GB_MODEL_PROFILES does for the
@@ -51,14 +54,28 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// MaxIdleConnsPerHost is how many idle connections a Model keeps to the
+// Bedrock endpoint: as many as the calls a worker makes at once (Go's
+// default keeps 2, the SDK's 10), so that concurrent steps reuse their
+// TLS connections instead of opening new ones after each burst.
+const MaxIdleConnsPerHost = 64
+
+// httpClient is the client a Model sends its requests with.
+func (c Config) httpClient() doer {
+	if c.HTTPClient != nil {
+		return c.HTTPClient
+	}
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+		t.MaxIdleConns = max(t.MaxIdleConns, MaxIdleConnsPerHost)
+	})
+}
+
 // withDefaults fills the zero fields and checks the result.
 func (c Config) withDefaults() (Config, error) {
 	c.Model = cmp.Or(strings.TrimSpace(c.Model), ModelDefault)
 	c.Region = strings.TrimSpace(c.Region)
 	c.Endpoint = strings.TrimSpace(c.Endpoint)
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

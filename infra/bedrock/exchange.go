@@ -34,10 +34,15 @@ func (ex *exchange) attach(ctx context.Context) context.Context {
 // reached reports whether the request may have reached Bedrock.
 func (ex *exchange) reached() bool { return ex.sent.Load() || ex.status.Load() != 0 }
 
+// doer sends an HTTP request: an *http.Client, or the SDK's buildable one.
+type doer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
 // recordingDoer is the SDK's HTTP client: it records each response's
 // status in the call's exchange.
 type recordingDoer struct {
-	client *http.Client
+	client doer
 }
 
 // Do implements the SDK's HTTPClient.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
+	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	smithy "github.com/aws/smithy-go"
@@ -20,7 +22,8 @@ import (
 //   - no error response, because the caller's context ended, the network
 //     failed or a 2xx body could not be decoded: ErrTransient;
 //   - ThrottlingException and ServiceQuotaExceededException (Bedrock's
-//     on-demand quotas): ErrRateLimited;
+//     on-demand quotas): ErrRateLimited, with a RetryAfter that backs off
+//     over throttles in a row (throttleWait);
 //   - ModelNotReadyException, ModelTimeoutException, ModelErrorException
 //     (the model failed on this request), ServiceUnavailableException,
 //     InternalServerException, any 5xx and a 408: ErrTransient;
@@ -56,7 +59,31 @@ func (m *Model) failure(ctx context.Context, ex *exchange, cause error) *llm.Cal
 		kind = errorKind(code, message, status)
 	}
 	ce.Err = fmt.Errorf("bedrock %s: %w: %w", m.name, kind, cause)
+	if kind == llm.ErrRateLimited {
+		ce.RetryAfter = throttleWait(int(m.throttled.Add(1)))
+	}
 	return ce
+}
+
+// Backoff of throttled calls. Bedrock's ThrottlingException says nothing
+// of when to come back, so each throttle in a row doubles the wait from
+// throttleBase up to throttleCap. The wait is the call's RetryAfter: the
+// step puts its job back for that long and the shared limiter holds every
+// worker's calls of the model until then (gb_rate_limits.blocked_until),
+// so that a throttled quota is not hammered once a second. A breaker over
+// the provider's transient failures takes the same errors (ErrRateLimited,
+// ErrTransient) from here; nothing of it is decided in this package.
+const (
+	throttleBase = time.Second
+	throttleCap  = time.Minute
+)
+
+// throttleWait is the wait after the n-th throttle in a row: throttleBase
+// doubled n-1 times, at most throttleCap, with jitter over its upper half
+// so that workers throttled together do not come back together.
+func throttleWait(n int) time.Duration {
+	d := min(throttleBase<<min(max(n-1, 0), 10), throttleCap)
+	return d/2 + rand.N(d/2+1)
 }
 
 // errorKind sorts an error response by its type, then by its status.

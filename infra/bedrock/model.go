@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -20,6 +21,9 @@ type Model struct {
 	log     *slog.Logger
 	profile llm.Profile
 	caching caching
+	// throttled counts the calls throttled in a row, for the backoff of
+	// the next (throttleWait); an answer resets it.
+	throttled atomic.Int32
 }
 
 var (
@@ -52,14 +56,10 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 	if region == "" {
 		return nil, fmt.Errorf("bedrock config: no Region (set AWS_REGION or the Bedrock Region)")
 	}
-	override, ok := cfg.Profiles[cfg.Model]
-	if !ok {
-		override = cfg.Profiles[FoundationModel(cfg.Model)]
-	}
 	s, _ := specOf(cfg.Model)
 	m := &Model{name: cfg.Model, client: newClient(*ac, region, cfg), log: cfg.Logger, caching: s.caching}
 	var known bool
-	m.profile, known = profileFor(cfg.Model, override)
+	m.profile, known = profileFor(cfg.Model, overrideOf(cfg.Profiles, cfg.Model))
 	if !known || !m.profile.Priced {
 		m.log.Warn("bedrock: model not in the profile table; describe it in GB_MODEL_PROFILES",
 			slog.String("model", m.name), slog.Int("context_window", m.profile.ContextWindow),
@@ -79,7 +79,7 @@ func newClient(ac aws.Config, region string, cfg Config) *bedrockruntime.Client 
 	return bedrockruntime.NewFromConfig(ac, func(o *bedrockruntime.Options) {
 		o.Region = region
 		o.Retryer = aws.NopRetryer{}
-		o.HTTPClient = recordingDoer{client: cfg.HTTPClient}
+		o.HTTPClient = recordingDoer{client: cfg.httpClient()}
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
@@ -109,6 +109,7 @@ func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, er
 	if err != nil {
 		return llm.Response{}, m.failure(ctx, ex, err)
 	}
+	m.throttled.Store(0)
 	return m.response(req, out)
 }
 

@@ -1,6 +1,8 @@
 package bedrock
 
 import (
+	"cmp"
+
 	"github.com/gbresearch/gb/infra/openai"
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -14,6 +16,23 @@ const (
 	StepCapDefault   = 1024
 	ReportCapDefault = 4096
 )
+
+// ProfileOf is the profile a model id has with profiles
+// (GB_MODEL_PROFILES), without a client: what a process that only starts
+// researches needs to check a budget.
+func ProfileOf(id string, profiles map[string]openai.ProfileOverride) llm.Profile {
+	p, _ := profileFor(id, overrideOf(profiles, id))
+	return p
+}
+
+// overrideOf is a model's entry of profiles, by its id or by its
+// foundation model's.
+func overrideOf(profiles map[string]openai.ProfileOverride, id string) openai.ProfileOverride {
+	if o, ok := profiles[id]; ok {
+		return o
+	}
+	return profiles[FoundationModel(id)]
+}
 
 // profileFor is the profile of a model id: the table's, then o's fields
 // over it. known is false when the window is a guess.
@@ -33,6 +52,10 @@ func profileFor(id string, o openai.ProfileOverride) (p llm.Profile, known bool)
 	}
 	p.StepCap = capOr(o.StepCap, min(StepCapDefault, report), window)
 	p.ReportCap = capOr(o.ReportCap, report, window)
+	// An unknown model's output limit is not known either: no cap sent
+	// passes the report cap, which every model takes.
+	p.MaxCompletion = cmp.Or(s.maxOutput, max(p.StepCap, p.ReportCap))
+	p.OutputBurndown = max(s.burndown, 1)
 	p.Price, p.Priced = priceFor(s, s.window > 0, o)
 	return p, known
 }

@@ -1,6 +1,7 @@
 package bedrock
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	smithydocument "github.com/aws/smithy-go/document"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -88,7 +90,8 @@ func (m *Model) toolConfig(specs []llm.ToolSpec) (*types.ToolConfiguration, erro
 		}
 		var schema any = map[string]any{"type": "object", "properties": map[string]any{}}
 		if len(t.Parameters) > 0 {
-			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+			var err error
+			if schema, err = exactJSON(t.Parameters); err != nil {
 				return nil, fmt.Errorf("tool %s: parameters are not valid JSON: %w", t.Name, err)
 			}
 		}
@@ -179,12 +182,49 @@ func toolUse(tc llm.ToolCall) (types.ContentBlock, error) {
 	call := llm.NewToolCall(tc.ID, tc.Name, tc.ArgumentsText())
 	var input any = map[string]string{"invalid_arguments": call.InvalidArguments}
 	if call.InvalidArguments == "" {
-		if err := json.Unmarshal(call.Arguments, &input); err != nil {
+		var err error
+		if input, err = exactJSON(call.Arguments); err != nil {
 			return nil, fmt.Errorf("tool call %s (%s): %w", tc.ID, tc.Name, err)
 		}
 	}
 	return &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
 		ToolUseId: aws.String(tc.ID), Name: aws.String(tc.Name), Input: document.NewLazyDocument(input)}}, nil
+}
+
+// exactJSON decodes raw for a document, keeping its numbers as they were
+// written: a document.Number is sent as its literal, where a float64 would
+// change a large integer (12345678901234567890) and refuse one out of its
+// range (1e400).
+func exactJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("text after the JSON value")
+	}
+	return literalNumbers(v), nil
+}
+
+// literalNumbers replaces the json.Numbers of a decoded value with
+// document.Numbers, which the SDK writes as they are (a json.Number, a
+// string type, would be written as a string).
+func literalNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		return smithydocument.Number(v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = literalNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = literalNumbers(e)
+		}
+	}
+	return v
 }
 
 // withNote ends the conversation with a user text: appended to the last

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -23,16 +24,31 @@ var finishReasons = map[types.StopReason]string{
 	types.StopReasonContentFiltered:            llm.FinishContentFilter,
 }
 
-// response converts a Converse answer and prices it. A guardrail that
-// intervened or content that was filtered makes a refusal (the text is
-// what the guardrail or filter left); an answer with nothing to use is
-// ErrUnusable, with what it cost. A tool call in the answer to a request
+// malformedStops are the stop reasons of an answer the model botched: a
+// tool call it could not form, or output that is not what it was asked for.
+// What text such an answer holds is not the model's answer (least of all a
+// report): it is ErrUnusable, billed, and the step asks again.
+var malformedStops = []types.StopReason{types.StopReasonMalformedToolUse, types.StopReasonMalformedModelOutput}
+
+// response converts a Converse answer and prices it, by its stop reason
+// (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html):
+// end_turn, stop_sequence and tool_use are answers; max_tokens and
+// model_context_window_exceeded are answers cut short (FinishLength); a
+// guardrail that intervened or content that was filtered makes a refusal
+// (the text is what the guardrail or filter left); malformed_tool_use and
+// malformed_model_output, and an answer with nothing to use, are
+// ErrUnusable with what they cost. A tool call in the answer to a request
 // that forbade them is dropped.
 func (m *Model) response(req llm.Request, out *bedrockruntime.ConverseOutput) (llm.Response, error) {
 	usage := m.usage(out.Usage)
+	if slices.Contains(malformedStops, out.StopReason) {
+		err := fmt.Errorf("bedrock %s: %w: the model stopped with %s; its answer is not used", m.name, llm.ErrUnusable,
+			out.StopReason)
+		return llm.Response{}, &llm.CallError{Err: err, Usage: usage, Sent: true}
+	}
 	finish, known := finishReasons[out.StopReason]
 	if !known {
-		finish = string(out.StopReason) // malformed_model_output, malformed_tool_use...
+		finish = string(out.StopReason) // a stop reason newer than this table
 	}
 	resp := llm.Response{Message: llm.Message{Role: llm.RoleAssistant}, Usage: usage, FinishReason: finish,
 		Refused: finish == llm.FinishContentFilter}

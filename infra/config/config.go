@@ -295,6 +295,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, &Error{EnvVerifyModel, fmt.Sprintf("%q is not a model the agent can call: use the default "+
 			"model (%s) or one of GB_MODELS", v, c.ModelName())})
 	}
+	if err := c.checkDollarBudget(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.DatabaseURL == "" && c.DatabaseSecretARN == "" {
 		errs = append(errs, &Error{EnvDatabaseURL, "is required (or DATABASE_SECRET_ARN); locally, run infra/pg.sh start"})
 	}
@@ -466,6 +469,42 @@ func (c Config) ModelName() string {
 		return offline.Name
 	}
 	return cmp.Or(strings.TrimSpace(c.Model), openai.ModelDefault)
+}
+
+// ModelProfile is the profile of a named model of the configured
+// provider, GB_MODEL_PROFILES applied, without a client (the processes
+// that only start researches need it to check their budgets); ok is false
+// for the offline policy, which has none and costs nothing.
+func (c Config) ModelProfile(name string) (p llm.Profile, ok bool) {
+	switch {
+	case name == offline.Name:
+		return p, false
+	case c.ModelProvider == ProviderBedrock:
+		return bedrock.ProfileOf(name, c.ModelProfiles), true
+	}
+	return openai.ProfileOf(name, c.ModelProfiles, c.ReasoningEffort), true
+}
+
+// checkDollarBudget refuses GB_MAX_COST_USD when a model a research may
+// call has no price: its calls would be counted at $0 and the budget would
+// hold nothing.
+func (c Config) checkDollarBudget() error {
+	if c.MaxCostUSD <= 0 {
+		return nil
+	}
+	var unpriced []string
+	for _, name := range append([]string{c.ModelName()}, c.Models...) {
+		if p, ok := c.ModelProfile(name); ok && !p.Priced && !slices.Contains(unpriced, name) {
+			unpriced = append(unpriced, name)
+		}
+	}
+	if len(unpriced) == 0 {
+		return nil
+	}
+	return &Error{EnvMaxCostUSD, fmt.Sprintf("is %g, but gb has no price for %s, so the budget would hold nothing "+
+		"(its calls would count $0): give the price in %s, e.g. {%q:{\"input\":0.5,\"output\":1.5}} "+
+		"(US dollars per million tokens), or unset %s and budget in tokens (%s)",
+		c.MaxCostUSD, strings.Join(unpriced, ", "), EnvModelProfiles, unpriced[0], EnvMaxCostUSD, EnvMaxTokens)}
 }
 
 // NewModels returns the models a sub-agent may be given (GB_MODELS), on

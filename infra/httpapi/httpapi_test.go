@@ -19,6 +19,7 @@ import (
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/kb"
+	"github.com/gbresearch/gb/jobs/llm"
 	"github.com/gbresearch/gb/messenger"
 )
 
@@ -81,6 +82,12 @@ const eventFallback = 10 * time.Second
 // No worker runs, so accepted researches stay working.
 func setup(t testing.TB) *testBundle {
 	t.Helper()
+	return setupModel(t, &offline.Model{})
+}
+
+// setupModel is setup with the agent's model.
+func setupModel(t testing.TB, model llm.Model) *testBundle {
+	t.Helper()
 	ctx := context.Background()
 	// The API runs behind RDS Proxy in production: test it in the same
 	// exec query mode, with no prepared statements.
@@ -92,7 +99,7 @@ func setup(t testing.TB) *testBundle {
 	if _, err := kb.Load(ctx, pool, "godoc", []kb.Document{{Source: "s", Title: "t", Body: "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{}})
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model})
 	if err != nil {
 		t.Fatal(err)
 	}

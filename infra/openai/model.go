@@ -46,12 +46,8 @@ func New(cfg Config) (*Model, error) {
 		log:    cfg.Logger,
 		effort: cfg.ReasoningEffort,
 	}
-	override, ok := cfg.Profiles[cfg.Model]
-	if !ok {
-		override = cfg.Profiles[baseName(cfg.Model)]
-	}
 	var known bool
-	m.profile, known = profileFor(cfg.Model, override, cfg.ReasoningEffort)
+	m.profile, known = profileFor(cfg.Model, overrideOf(cfg.Profiles, cfg.Model), cfg.ReasoningEffort)
 	if !known || !m.profile.Priced {
 		m.log.Warn("openai: model not in the profile table; describe it in "+EnvModelProfiles,
 			slog.String("model", m.name), slog.Int("context_window", m.profile.ContextWindow),

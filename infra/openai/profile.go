@@ -97,6 +97,23 @@ func lookup[V any](table map[string]V, model string) (V, bool) {
 	return v, ok
 }
 
+// ProfileOf is the profile a model has with profiles (GB_MODEL_PROFILES)
+// and a reasoning effort, without a client: what a process that only
+// starts researches needs to check a budget.
+func ProfileOf(model string, profiles map[string]ProfileOverride, effort string) llm.Profile {
+	p, _ := profileFor(model, overrideOf(profiles, model), effort)
+	return p
+}
+
+// overrideOf is a model's entry of profiles, by its name or by its name
+// without the date of its snapshot.
+func overrideOf(profiles map[string]ProfileOverride, model string) ProfileOverride {
+	if o, ok := profiles[model]; ok {
+		return o
+	}
+	return profiles[baseName(model)]
+}
+
 // profileFor is the profile of a model: the table's, then o's fields over
 // it. known is false when the context window is a guess.
 func profileFor(model string, o ProfileOverride, effort string) (p llm.Profile, known bool) {

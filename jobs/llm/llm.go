@@ -208,6 +208,13 @@ type Profile struct {
 	StepCap int
 	// ReportCap is the completion cap of a call that writes a report.
 	ReportCap int
+	// MaxCompletion is the largest completion cap the model accepts (its
+	// output limit); no cap sent exceeds it. 0 means no known limit.
+	MaxCompletion int
+	// OutputBurndown is how many tokens of the provider's token rate limit
+	// each completion token takes (Bedrock counts five for Claude 3.7
+	// Sonnet and the Claude 4 family); 0 means 1.
+	OutputBurndown int
 	// Reasoning marks a model that thinks before it answers: its caps
 	// include room for that, and its thinking is billed as output.
 	Reasoning bool

@@ -145,6 +145,9 @@ func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) 
 	if _, err := o.Pool.Exec(ctx, `DELETE FROM gb_rate_limits WHERE key = $1 AND NOT configured`, e.Model); err != nil {
 		return nil, fmt.Errorf("error clearing learned rate limits: %w", err)
 	}
+	if _, err := o.Pool.Exec(ctx, `DELETE FROM gb_model_windows WHERE model = $1`, e.Model); err != nil {
+		return nil, fmt.Errorf("error clearing learned windows: %w", err)
+	}
 	tag := randomTag()
 	e.Dataset = "providerbench_" + tag
 	if _, err := kb.Load(ctx, o.Pool, e.Dataset, []kb.Document{{Source: "providerbench", Title: "providerbench",
@@ -234,6 +237,7 @@ func (e *Env) cleanup() {
 		{`DELETE FROM gb_users WHERE name LIKE 'providerbench\_' || $1 || '\_%'`, e.tag},
 		{`DELETE FROM gb_kb_datasets WHERE name = $1`, e.Dataset},
 		{`DELETE FROM gb_rate_limits WHERE key = $1 AND NOT configured`, e.Model},
+		{`DELETE FROM gb_model_windows WHERE model = $1`, e.Model},
 	} {
 		if _, err := e.Pool.Exec(ctx, q.sql, q.arg); err != nil {
 			slog.Error("providerbench could not delete what it made", "tag", e.tag, "sql", q.sql, "err", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/gbresearch/gb/functions/scheduler/schedule"
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/infra/offline"
+	"github.com/gbresearch/gb/infra/openai"
 	"github.com/gbresearch/gb/jobs"
 )
 
@@ -314,5 +315,29 @@ func TestHandleFailsWhenTheDatabaseIsDown(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "Lambda retries it") {
 		t.Fatalf("the log should say the event is retried: %s", logs.String())
+	}
+}
+
+// A schedule's dollar budget on a model gb has no price for is refused,
+// acknowledged and not retried, naming the field and GB_MODEL_PROFILES.
+func TestScheduledDollarBudgetOnAnUnpricedModelIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.NewPool(t)
+	lambdatest.Seed(t, pool)
+	model, err := openai.New(openai.Config{BaseURL: "http://127.0.0.1:9/v1", APIKey: "sk-x", Model: "my-model"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &schedule.Handler{Agent: agent, Logger: slog.New(slog.DiscardHandler)}
+	in := strings.Replace(good, `"topic"`, `"max_cost_usd":0.002,"topic"`, 1)
+	res, err := h.Handle(ctx, []byte(in))
+	if err != nil || res.Invalid == nil || res.Invalid.Field != "max_cost_usd" ||
+		!strings.Contains(res.Invalid.Message, "GB_MODEL_PROFILES") || !strings.Contains(res.Invalid.Message, "my-model") {
+		t.Fatalf("%+v, %v; want it refused on max_cost_usd naming my-model and GB_MODEL_PROFILES", res, err)
 	}
 }

@@ -28,7 +28,7 @@ func (s *Server) converse(w http.ResponseWriter, r *http.Request, model string, 
 		invalid("Input is too long for requested model.").write(w)
 		return
 	}
-	cost := p.tokens + maxTokens
+	cost := p.tokens + maxTokens*max(spec.OutputBurndown, 1)
 	if e, rpm := s.quotas.admit(cost, now); e != nil {
 		s.rec.count(func(st *Stats) *int {
 			switch {
@@ -84,7 +84,9 @@ type completion struct {
 }
 
 // shape writes ans within maxTokens: a refusal as a guardrail's
-// intervention, else the text then the tool calls, stopping at the cap.
+// intervention, else the text then the tool calls, stopping at the cap,
+// or at a tool call whose arguments are not a JSON object (as
+// malformed_tool_use, with the text before it).
 func shape(ans openaifake.Answer, maxTokens int, nextID func() string) completion {
 	if ans.Refusal != "" {
 		text := cut(ans.Refusal, maxTokens)
@@ -100,6 +102,12 @@ func shape(ans openaifake.Answer, maxTokens int, nextID func() string) completio
 		n := openaifake.CountTokens(call.Name) + openaifake.CountTokens(call.Arguments)
 		if c.tokens+n > maxTokens {
 			c.stop = "max_tokens"
+			return c
+		}
+		if !isObject(json.RawMessage(call.Arguments)) {
+			// Bedrock does not return a tool use it could not form: it
+			// stops the answer with malformed_tool_use, keeping its text.
+			c.calls, c.tokens, c.stop = nil, c.tokens+n, "malformed_tool_use"
 			return c
 		}
 		if call.ID == "" {
@@ -167,11 +175,7 @@ func encode(c completion, call Call) []byte {
 		resp.Output.Message.Content = append(resp.Output.Message.Content, wireOutBlock{Text: &text})
 	}
 	for _, call := range c.calls {
-		input := json.RawMessage(call.Arguments)
-		if !isObject(input) {
-			b, _ := json.Marshal(map[string]string{"invalid_arguments": call.Arguments})
-			input = b
-		}
+		input := json.RawMessage(call.Arguments) // an object: shape keeps no other
 		resp.Output.Message.Content = append(resp.Output.Message.Content,
 			wireOutBlock{ToolUse: &wireToolUse{ToolUseID: call.ID, Name: call.Name, Input: input}})
 	}

@@ -52,15 +52,40 @@ type ModelSpec struct {
 	// MinCacheTokens is the least a cached prefix holds; 0 means the model
 	// does not cache (a cachePoint is refused).
 	MinCacheTokens int
+	// NoToolCache refuses a cachePoint among the tools, as Amazon Nova
+	// does (it caches the system prompt and the messages only).
+	NoToolCache bool
+	// ToolChoices are the members of toolChoice the model takes (auto,
+	// any, tool); nil takes auto alone, as the models that take no other.
+	ToolChoices []string
+	// OutputBurndown is how many tokens of the TPM quota each token of
+	// maxTokens takes (AWS's burndown rate, 5 for Claude 3.7 Sonnet and the
+	// Claude 4 family); 0 means 1.
+	OutputBurndown int
 }
 
-// DefaultModels are a few models with Bedrock's windows.
+// Members of toolChoice (ModelSpec.ToolChoices).
+const (
+	ChoiceAuto = "auto"
+	ChoiceAny  = "any"
+	ChoiceTool = "tool"
+)
+
+// allChoices are the toolChoice members of Claude 3 and later, and of
+// Amazon Nova (the API reference's ToolChoice).
+var allChoices = []string{ChoiceAuto, ChoiceAny, ChoiceTool}
+
+// DefaultModels are a few models with Bedrock's windows, output limits,
+// caching, tool choices and burndown rates.
 func DefaultModels() map[string]ModelSpec {
 	return map[string]ModelSpec{
-		"amazon.nova-lite-v1:0":                    {ContextWindow: 300_000, MaxOutput: 5000, MinCacheTokens: 1024},
-		"anthropic.claude-3-5-haiku-20241022-v1:0": {ContextWindow: 200_000, MaxOutput: 8192, MinCacheTokens: 2048},
+		"amazon.nova-lite-v1:0": {ContextWindow: 300_000, MaxOutput: 5000, MinCacheTokens: 1024, NoToolCache: true,
+			ToolChoices: allChoices},
+		"anthropic.claude-3-5-haiku-20241022-v1:0": {ContextWindow: 200_000, MaxOutput: 8192, MinCacheTokens: 2048,
+			ToolChoices: allChoices},
 		"us.anthropic.claude-haiku-4-5-20251001-v1:0": {ContextWindow: 200_000, MaxOutput: 64_000,
-			MinCacheTokens: 4096},
+			MinCacheTokens: 4096, ToolChoices: allChoices, OutputBurndown: 5},
+		"meta.llama3-1-8b-instruct-v1:0": {ContextWindow: 128_000, MaxOutput: 2048},
 	}
 }
 
@@ -68,9 +93,11 @@ func DefaultModels() map[string]ModelSpec {
 // million tokens (as infra/bedrock's table has them).
 func DefaultPrices() map[string]llm.Price {
 	return map[string]llm.Price{
-		"amazon.nova-lite-v1:0":                       {Input: 0.06, CachedInput: 0.015, Output: 0.24},
-		"anthropic.claude-3-5-haiku-20241022-v1:0":    {Input: 0.80, CachedInput: 0.08, CacheWrite: 1.00, Output: 4.00},
-		"us.anthropic.claude-haiku-4-5-20251001-v1:0": {Input: 1.00, CachedInput: 0.10, CacheWrite: 1.25, Output: 5.00},
+		"amazon.nova-lite-v1:0":                    {Input: 0.06, CachedInput: 0.015, Output: 0.24},
+		"anthropic.claude-3-5-haiku-20241022-v1:0": {Input: 0.80, CachedInput: 0.08, CacheWrite: 1.00, Output: 4.00},
+		// A geography profile of Claude 4.5: the global rate and 10%.
+		"us.anthropic.claude-haiku-4-5-20251001-v1:0": {Input: 1.10, CachedInput: 0.11, CacheWrite: 1.375, Output: 5.50},
+		"meta.llama3-1-8b-instruct-v1:0":              {Input: 0.08, CachedInput: 0.08, Output: 0.32},
 	}
 }
 

@@ -133,7 +133,7 @@ func (w *wireRequest) check(spec ModelSpec) *awsError {
 	if err != nil {
 		return err
 	}
-	if err := w.checkTools(uses, &points); err != nil {
+	if err := w.checkTools(spec, uses, &points); err != nil {
 		return err
 	}
 	if points > 0 && spec.MinCacheTokens == 0 {
@@ -207,7 +207,7 @@ func (w *wireRequest) checkMessages(points *int) (int, *awsError) {
 
 // checkTools checks the toolConfig: required when the conversation holds
 // tool blocks, each tool a named spec with a JSON object schema.
-func (w *wireRequest) checkTools(uses int, points *int) *awsError {
+func (w *wireRequest) checkTools(spec ModelSpec, uses int, points *int) *awsError {
 	tc := w.ToolConfig
 	if tc == nil {
 		if uses > 0 {
@@ -219,6 +219,10 @@ func (w *wireRequest) checkTools(uses int, points *int) *awsError {
 	for i, t := range tc.Tools {
 		switch {
 		case t.CachePoint != nil && t.ToolSpec == nil:
+			if spec.NoToolCache {
+				return invalid("The model doesn't support a cachePoint in toolConfig.tools (toolConfig.tools.%d): "+
+					"place cache points in system or messages only.", i)
+			}
 			*points++
 		case t.ToolSpec != nil && t.CachePoint == nil:
 			specs++
@@ -232,7 +236,50 @@ func (w *wireRequest) checkTools(uses int, points *int) *awsError {
 	if specs == 0 {
 		return invalid("The toolConfig field must hold at least one toolSpec.")
 	}
+	return tc.checkChoice(spec)
+}
+
+// checkChoice refuses a toolChoice the model does not take, or one that
+// names no tool offered.
+func (tc *wireToolConfig) checkChoice(spec ModelSpec) *awsError {
+	c := tc.ToolChoice
+	if c == nil {
+		return nil
+	}
+	var set []string
+	for _, m := range []struct {
+		name string
+		on   bool
+	}{{ChoiceAuto, c.Auto != nil}, {ChoiceAny, c.Any != nil}, {ChoiceTool, c.Tool != nil}} {
+		if m.on {
+			set = append(set, m.name)
+		}
+	}
+	if len(set) != 1 {
+		return invalid("ToolChoice must have exactly one member set, not %d.", len(set))
+	}
+	takes := spec.ToolChoices
+	if takes == nil {
+		takes = []string{ChoiceAuto}
+	}
+	if !slices.Contains(takes, set[0]) {
+		return invalid("This model doesn't support the toolConfig.toolChoice.%s field. Remove toolConfig.toolChoice.%s and try again.",
+			set[0], set[0])
+	}
+	if c.Tool != nil && !tc.offers(c.Tool.Name) {
+		return invalid("The tool %q named by toolConfig.toolChoice.tool is not in toolConfig.tools.", c.Tool.Name)
+	}
 	return nil
+}
+
+// offers reports whether a toolSpec of the config is named name.
+func (tc *wireToolConfig) offers(name string) bool {
+	for _, t := range tc.Tools {
+		if t.ToolSpec != nil && t.ToolSpec.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // members counts the members of a block that are set.
