@@ -56,7 +56,7 @@ func (a *Agent) citationsModeFor(asked string) string {
 	if a.config.Citations != "" {
 		return a.config.Citations
 	}
-	if strings.HasPrefix(a.model.Name(), "offline") {
+	if isOffline(a.model) {
 		return CitationsFlag
 	}
 	return CitationsRevise

@@ -36,6 +36,10 @@ var (
 	// owner before it spawns them (propose_plan).
 	//go:embed propose_plan.md
 	ProposePlan string
+	// Judge is the system prompt of the citation judge's call: claims and
+	// their passages in, one JSON verdict per claim out.
+	//go:embed judge.md
+	Judge string
 	// WebSearch is the system prompt of the model call a web search makes
 	// (the openai search provider's); it is not part of an agent's prompt.
 	//go:embed web_search.md
