@@ -46,6 +46,9 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 		req.Tools = append(req.Tools, a.toolSpec(n))
 	}
 	switch {
+	case (last || outOfBudget) && revising(msgs):
+		// The revision note is the step's one last-step note.
+		req.ToolChoice = llm.ToolChoiceNone
 	case outOfBudget:
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: budgetNote})
 		req.ToolChoice = llm.ToolChoiceNone

@@ -426,7 +426,7 @@ func (a *Agent) endAfter(ctx context.Context, job *river.Job[StepArgs], seen *Ru
 		if run != nil && !run.Ended() {
 			if status != StatusSucceeded {
 				// A revision that could not be made keeps its draft (citations.go).
-				if draft, ok, err := a.keepDraft(ctx, tx, run); err != nil {
+				if draft, ok, err := a.keepDraft(ctx, tx, run, errText); err != nil {
 					return err
 				} else if ok {
 					status, report, errText = StatusSucceeded, draft, ""

@@ -53,7 +53,38 @@ var (
 	//go:embed subagent.md
 	subagentText string
 	subagentTmpl = template.Must(template.New("subagent").Parse(subagentText))
+
+	//go:embed revise.md
+	reviseText string
+	reviseTmpl = template.Must(template.New("revise").Parse(reviseText))
 )
+
+// SourcesExample is the one form of a Sources entry the prompts show, and
+// the citation check reads: the number in brackets, the title, a dash and
+// the URL or the knowledge-base source.
+const SourcesExample = "[1] Title of the page or document — https://example.org/page"
+
+// ReviseData fills the revision note a root is given with its report.
+type ReviseData struct {
+	// Claims are the claims to revise, one line each, worst first.
+	Claims []string
+	// More is how many more were found than Claims shows.
+	More int
+	// SourcesUnparsed says the report's Sources list could not be read.
+	SourcesUnparsed bool
+	// SourcesExample is the form a Sources entry takes (SourcesExample).
+	SourcesExample string
+}
+
+// Revise renders the revision note.
+func Revise(d ReviseData) (string, error) {
+	d.SourcesExample = SourcesExample
+	var b strings.Builder
+	if err := reviseTmpl.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("error rendering the revision note: %w", err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
 
 // SubagentData fills the sub-agent template.
 type SubagentData struct {
