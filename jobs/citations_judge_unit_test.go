@@ -63,11 +63,11 @@ func TestParseJudgeAnswer(t *testing.T) {
 		t.Errorf("parse = %+v, %v", got, err)
 	}
 	for answer, why := range map[string]string{
-		"supported":                                      "no JSON object",
-		`{"verdicts": []}`:                               "no verdicts",
-		`{"verdicts": [{"id": 1, "verdict": "yes"}]}`:    `"yes" is not supported, partly`,
-		`{"verdicts": [{"id": 4, "verdict": "partly"}]}`: "not a claim asked about (1 to 3)",
-		`{"verdicts": [{"verdict": "partly"}]}`:          "id is missing",
+		"supported":        "no JSON object",
+		`{"verdicts": []}`: "no verdicts",
+		`{"verdicts": [{"id": 1, "verdict": "yes"}]}`:                                       `"yes" is not supported, partly`,
+		`{"verdicts": [{"id": 4, "verdict": "partly"}]}`:                                    "not a claim asked about (1 to 3)",
+		`{"verdicts": [{"verdict": "partly"}]}`:                                             "id is missing",
 		`{"verdicts": [{"id": 1, "verdict": "partly"}, {"id": 1, "verdict": "supported"}]}`: "claim 1 is judged twice",
 		`{"verdicts": [{"id": 1, "verdict": "partly"}`:                                      "not the JSON asked for",
 	} {
