@@ -35,6 +35,9 @@ type answer struct {
 	call callRef
 	last bool // the model was given no tools: its reply is its report
 	cap  int  // the completion cap the call was sent with
+	// reportCap is the cap of a call that writes the report, for a report
+	// cut at a smaller cap (replyNotes).
+	reportCap int
 	// latency is how long the answered call took.
 	latency time.Duration
 }
@@ -100,7 +103,7 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 				t.tokenRatio = float64(resp.Usage.PromptTokens) / float64(own) // as the next load would read it
 			}
 			return &answer{resp: resp, call: ad.call, last: last, cap: req.MaxCompletionTokens,
-				latency: time.Since(callStart)}, nil
+				reportCap: a.caps(t).report, latency: time.Since(callStart)}, nil
 		}
 		a.settleFailed(ctx, ad.call, err)
 		if interrupted(ctx) {
@@ -178,18 +181,34 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 	if err != nil {
 		return req, false, err
 	}
-	p := profileOf(a.modelFor(t.run))
-	req.MaxCompletionTokens = p.StepCap
-	if last {
-		req.MaxCompletionTokens = p.ReportCap
+	caps := a.caps(t)
+	req.MaxCompletionTokens = caps.step
+	if last || reportCut(conv) {
+		// The report, or a report cut at the step's cap written again (replyNotes).
+		req.MaxCompletionTokens = caps.report
 	}
-	req.MaxCompletionTokens = min(req.MaxCompletionTokens<<unusableAttempts(t.job), a.config.MaxCompletionTokens)
-	if p.ContextWindow > 0 {
-		req.MaxCompletionTokens = min(req.MaxCompletionTokens, p.ContextWindow/2)
-	}
-	out, fits, compacted := a.compact(req, p.ContextWindow, level, t.tokenRatio)
+	out, fits, compacted := a.compact(req, profileOf(a.modelFor(t.run)).ContextWindow, level, t.tokenRatio)
 	t.compaction = compacted
 	return out, fits, nil
+}
+
+// completionCaps are the completion caps of a run's calls: of a step that
+// may call tools, and of one that writes the report.
+type completionCaps struct{ step, report int }
+
+// caps are the completion caps of the turn's run: its model's, doubled by
+// each unusable attempt in a row, within Config.MaxCompletionTokens and
+// half the model's window.
+func (a *Agent) caps(t *turn) completionCaps {
+	p := profileOf(a.modelFor(t.run))
+	c := completionCaps{step: p.StepCap, report: p.ReportCap}
+	for _, n := range []*int{&c.step, &c.report} {
+		*n = min(*n<<unusableAttempts(t.job), a.config.MaxCompletionTokens)
+		if p.ContextWindow > 0 {
+			*n = min(*n, p.ContextWindow/2)
+		}
+	}
+	return c
 }
 
 // unusableAttempts counts the job's latest attempts in a row that failed
