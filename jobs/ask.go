@@ -201,14 +201,18 @@ type completionCaps struct{ step, report int }
 // half the model's window.
 func (a *Agent) caps(t *turn) completionCaps {
 	p := profileOf(a.modelFor(t.run))
-	c := completionCaps{step: p.StepCap, report: p.ReportCap}
-	for _, n := range []*int{&c.step, &c.report} {
-		*n = min(*n<<unusableAttempts(t.job), a.config.MaxCompletionTokens)
-		if p.ContextWindow > 0 {
-			*n = min(*n, p.ContextWindow/2)
-		}
+	shift := unusableAttempts(t.job)
+	return completionCaps{step: a.capWithin(p, p.StepCap<<shift), report: a.capWithin(p, p.ReportCap<<shift)}
+}
+
+// capWithin is a completion cap within Config.MaxCompletionTokens and half
+// the model's window.
+func (a *Agent) capWithin(p llm.Profile, n int) int {
+	n = min(n, a.config.MaxCompletionTokens)
+	if p.ContextWindow > 0 {
+		n = min(n, p.ContextWindow/2)
 	}
-	return c
+	return n
 }
 
 // unusableAttempts counts the job's latest attempts in a row that failed

@@ -18,6 +18,9 @@ var (
 	// Knowledge explains the knowledge-base tools.
 	//go:embed knowledge.md
 	Knowledge string
+	// Remember explains the remember tool, for agents that have it.
+	//go:embed remember.md
+	Remember string
 	// Spawn is the spawning policy, for agents that may spawn.
 	//go:embed spawn.md
 	Spawn string
@@ -54,6 +57,14 @@ var (
 	subagentText string
 	subagentTmpl = template.Must(template.New("subagent").Parse(subagentText))
 
+	//go:embed report.md
+	reportText string
+	reportTmpl = template.Must(template.New("report").Parse(reportText))
+
+	//go:embed sources.md
+	sourcesText string
+	sourcesTmpl = template.Must(template.New("sources").Parse(sourcesText))
+
 	//go:embed revise.md
 	reviseText string
 	reviseTmpl = template.Must(template.New("revise").Parse(reviseText))
@@ -63,6 +74,32 @@ var (
 // the citation check reads: the number in brackets, the title, a dash and
 // the URL or the knowledge-base source.
 const SourcesExample = "[1] Title of the page or document — https://example.org/page"
+
+// Report renders the part that says what a report is: its length budget
+// (its completion cap, in tokens, and about three words for four tokens),
+// its citations and its Sources section in the one form SourcesExample.
+func Report(tokens int) (string, error) {
+	d := struct {
+		Tokens, Words int
+		Example       string
+	}{tokens, max(tokens*3/4/100*100, 100), SourcesExample}
+	return render(reportTmpl, d)
+}
+
+// Sources renders the sentence that names a research's sources: the
+// knowledge base, the web, or both.
+func Sources(knowledgeBase, web bool) (string, error) {
+	return render(sourcesTmpl, struct{ KnowledgeBase, Web bool }{knowledgeBase, web})
+}
+
+// render executes a prompt template.
+func render(t *template.Template, d any) (string, error) {
+	var b strings.Builder
+	if err := t.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("error rendering the %s prompt: %w", t.Name(), err)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
 
 // ReviseData fills the revision note a root is given with its report.
 type ReviseData struct {
@@ -79,11 +116,7 @@ type ReviseData struct {
 // Revise renders the revision note.
 func Revise(d ReviseData) (string, error) {
 	d.SourcesExample = SourcesExample
-	var b strings.Builder
-	if err := reviseTmpl.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("error rendering the revision note: %w", err)
-	}
-	return strings.TrimSpace(b.String()), nil
+	return render(reviseTmpl, d)
 }
 
 // SubagentData fills the sub-agent template.
@@ -95,11 +128,7 @@ type SubagentData struct {
 
 // Subagent renders the part that tells a sub-agent who it is and why it exists.
 func Subagent(d SubagentData) (string, error) {
-	var b strings.Builder
-	if err := subagentTmpl.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("error rendering sub-agent prompt: %w", err)
-	}
-	return b.String(), nil
+	return render(subagentTmpl, d)
 }
 
 // Join joins prompt parts with a blank line, trimming each and skipping empties.
