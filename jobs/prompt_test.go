@@ -85,8 +85,8 @@ func TestPromptFollowsTools(t *testing.T) {
 				t.Errorf("%s: the prompt names `%s`, not one of its tools %v", tc.name, m[1], given)
 			}
 		}
-		if !strings.Contains(req.System, "This research's sources are "+tc.sources) {
-			t.Errorf("%s: the prompt does not say its sources are %s", tc.name, tc.sources)
+		if !strings.Contains(req.System, "Your sources: "+tc.sources) {
+			t.Errorf("%s: the prompt does not say its sources: %s", tc.name, tc.sources)
 		}
 		if tc.sources == "the web." && strings.Contains(req.System, "knowledge base") {
 			t.Errorf("%s: a web-only prompt speaks of a knowledge base:\n%s", tc.name, req.System)
