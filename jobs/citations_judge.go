@@ -97,10 +97,14 @@ func (a *Agent) judgeFor(run *Run) llm.Model {
 		return nil
 	}
 	if name := a.config.VerifyModel; name != "" {
+		m := a.modelNamed(name)
 		if a.model.Name() == name {
-			return a.model
+			m = a.model
 		}
-		return a.modelNamed(name)
+		if m == nil || isOffline(m) {
+			return nil
+		}
+		return m
 	}
 	if m := a.modelFor(run); !isOffline(m) {
 		return m
