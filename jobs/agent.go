@@ -108,10 +108,14 @@ type Config struct {
 	// (citations.go: off, flag or revise); "" means revise for a language
 	// model and flag for the offline policy.
 	Citations string
-	// VerifyModel, when set, judges the claims the citation check leaves
-	// weak, one small call each (citations_judge.go); it must be the
-	// default model or one of Deps.Models.
+	// VerifyModel, when set, is the model that judges every cited claim
+	// of a report (citations_judge.go); unset, a run's own model judges
+	// (never the offline policy). It must be the default model or one of
+	// Deps.Models.
 	VerifyModel string
+	// JudgeOff turns the citation judge off: the lexical check alone
+	// decides (for cost, or to measure it alone).
+	JudgeOff bool
 }
 
 func (c Config) withDefaults() Config {

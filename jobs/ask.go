@@ -35,6 +35,9 @@ type answer struct {
 	call callRef
 	last bool // the model was given no tools: its reply is its report
 	cap  int  // the completion cap the call was sent with
+	// reportCap is the cap of a call that writes the report, for a report
+	// cut at a smaller cap (replyNotes).
+	reportCap int
 	// latency is how long the answered call took.
 	latency time.Duration
 }
@@ -105,7 +108,7 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 				t.tokenRatio = float64(resp.Usage.PromptTokens) / float64(own) // as the next load would read it
 			}
 			return &answer{resp: resp, call: ad.call, last: last, cap: req.MaxCompletionTokens,
-				latency: time.Since(callStart)}, nil
+				reportCap: a.reportCapOf(t, lim), latency: time.Since(callStart)}, nil
 		}
 		a.settleFailed(ctx, ad.call, err)
 		if interrupted(ctx) {
@@ -198,15 +201,26 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 	}
 	p := profileOf(a.modelFor(t.run))
 	window := lim.effectiveWindow(p.ContextWindow)
-	req.MaxCompletionTokens = completionCap(p, last, unusableAttempts(t.job), a.config.MaxCompletionTokens, window, lim.tpm)
+	// The report, or a report cut at the step's cap written again
+	// (replyNotes), gets the report's cap.
+	report := last || reportCut(conv)
+	req.MaxCompletionTokens = completionCap(p, report, unusableAttempts(t.job), a.config.MaxCompletionTokens, window, lim.tpm)
 	for {
 		out, fits, compacted := a.compact(req, window, quotaRoom(lim.tpm, p, req.MaxCompletionTokens), level, t.tokenRatio)
 		t.compaction = compacted
-		if fits || !last || req.MaxCompletionTokens <= minCompletionTokens {
+		if fits || !report || req.MaxCompletionTokens <= minCompletionTokens {
 			return out, fits, nil
 		}
 		req.MaxCompletionTokens = max(req.MaxCompletionTokens*3/4, minCompletionTokens)
 	}
+}
+
+// reportCapOf is the completion cap a call that writes the turn's report
+// is sent with (buildRequest), for a reply cut at a step's smaller cap.
+func (a *Agent) reportCapOf(t *turn, lim providerLimits) int {
+	p := profileOf(a.modelFor(t.run))
+	return completionCap(p, true, unusableAttempts(t.job), a.config.MaxCompletionTokens,
+		lim.effectiveWindow(p.ContextWindow), lim.tpm)
 }
 
 // completionCap is the cap of a call: the profile's step or report cap,

@@ -56,15 +56,11 @@ func (a *Agent) citationsModeFor(asked string) string {
 	if a.config.Citations != "" {
 		return a.config.Citations
 	}
-	if strings.HasPrefix(a.model.Name(), "offline") {
+	if isOffline(a.model) {
 		return CitationsFlag
 	}
 	return CitationsRevise
 }
-
-// reviseNotePrefix starts what a root is told when its report goes back
-// to it for revision.
-const reviseNotePrefix = "The citation check of your report found claims that what this research read does not support."
 
 // citeOutcome is what the check of a report decided.
 type citeOutcome struct {
@@ -92,13 +88,23 @@ func (a *Agent) citeReport(ctx context.Context, tx pgx.Tx, run *Run, step int, r
 	if run.CitationsBefore != nil {
 		round = 1
 	}
-	revise := mode == CitationsRevise && run.IsRoot() && round == 0 && run.Steps < run.MaxSteps &&
-		res.Counts.Unsupported+res.Counts.Unread > 0
+	var note, skipped string
+	if mode == CitationsRevise && run.IsRoot() && round == 0 && needsRevision(res) {
+		if note, skipped, err = a.planRevision(ctx, tx, run, res); err != nil {
+			return citeOutcome{}, err
+		}
+	}
+	revise := note != "" && skipped == ""
 	if err := saveCitations(ctx, tx, run, round, res, revise, judgedBy); err != nil {
 		return citeOutcome{}, err
 	}
+	if skipped != "" {
+		if err := recordRevisionSkipped(ctx, tx, run, step, skipped); err != nil {
+			return citeOutcome{}, err
+		}
+	}
 	if revise {
-		note, err := json.Marshal([]llm.Message{{Role: llm.RoleUser, Content: reviseNote(res)}})
+		note, err := json.Marshal([]llm.Message{{Role: llm.RoleUser, Content: note}})
 		if err != nil {
 			return citeOutcome{}, fmt.Errorf("error encoding the revision note: %w", err)
 		}
@@ -209,33 +215,6 @@ func citationRows(res *cite.Result) []Citation {
 	return out
 }
 
-// reviseNote tells the root which claims lack support and what to do.
-func reviseNote(res *cite.Result) string {
-	var b strings.Builder
-	b.WriteString(reviseNotePrefix)
-	b.WriteString(" For each claim below, either correct it so that it says what its source says, cite a source " +
-		"this research read that supports it, or remove it. Cite only pages you fetched or documents you read, " +
-		"never a search result you only saw. Then write the whole report again, with its Sources list; " +
-		"this is your last step.\n")
-	byClaim := map[int][]cite.Pair{}
-	for _, p := range res.Pairs {
-		byClaim[p.Claim] = append(byClaim[p.Claim], p)
-	}
-	for _, c := range res.Claims {
-		if c.Verdict != cite.Unsupported && c.Verdict != cite.Unread {
-			continue
-		}
-		fmt.Fprintf(&b, "\n- %q (%s)", c.Text, c.Verdict)
-		for _, p := range byClaim[c.Index] {
-			fmt.Fprintf(&b, "\n  [%d] %s: %s", p.Marker, p.Ref, p.Reason)
-			if p.Passage != "" {
-				fmt.Fprintf(&b, "; closest passage: %q", clipRunes(p.Passage, 300))
-			}
-		}
-	}
-	return b.String()
-}
-
 // clipRunes cuts s to at most n characters.
 func clipRunes(s string, n int) string {
 	r := []rune(s)
@@ -256,7 +235,7 @@ func revising(history []llm.Message) bool {
 // the revision cannot be made (its budget, a failed call, a reply with no
 // report): the report it wrote before, flagged, so that the research
 // still ends with it. ok is false for any other run.
-func (a *Agent) keepDraft(ctx context.Context, tx pgx.Tx, run *Run) (report string, ok bool, err error) {
+func (a *Agent) keepDraft(ctx context.Context, tx pgx.Tx, run *Run, why string) (report string, ok bool, err error) {
 	if !run.IsRoot() || run.CitationsBefore == nil || run.Citations != nil {
 		return "", false, nil
 	}
@@ -280,6 +259,9 @@ func (a *Agent) keepDraft(ctx context.Context, tx pgx.Tx, run *Run) (report stri
 	if err := saveCitations(ctx, tx, run, 1, res, false, nil); err != nil {
 		return "", false, err
 	}
+	if err := recordRevisionSkipped(ctx, tx, run, run.Steps, "the revision could not be made: "+why); err != nil {
+		return "", false, err
+	}
 	return cite.Flag(draft, res), true, nil
 }
 
@@ -291,6 +273,9 @@ type RunCitations struct {
 	Round        int          `json:"round"`
 	Counts       *cite.Counts `json:"counts"`
 	CountsBefore *cite.Counts `json:"counts_before,omitempty"`
+	// RevisionSkipped says why a report that needed a revision was kept
+	// as written (flagged): the revision could not run or be made.
+	RevisionSkipped string `json:"revision_skipped,omitempty"`
 	// Citations are the claim–source pairs and the uncited claims, in the
 	// report's order.
 	Citations []Citation `json:"citations"`
@@ -324,6 +309,9 @@ func CitationsOf(ctx context.Context, db DB, run *Run) (*RunCitations, error) {
 	}
 	if out.Citations == nil {
 		out.Citations = []Citation{}
+	}
+	if out.RevisionSkipped, err = revisionSkippedOf(ctx, db, run); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -164,10 +164,22 @@ func TestCitationsRevise(t *testing.T) {
 		Scan(&note); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"2031", "example.invalid", "(unsupported)", "(unread)", "never read"} {
+	for _, want := range []string{"2031", "example.invalid", "(unsupported)", "(unread)", "never read", "soften",
+		"Do not add quotations", "This is your last step"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("the revision note does not name %q:\n%s", want, note)
 		}
+	}
+	// The worst first: the unsupported claim before the unread ones; one last-step note.
+	if strings.Index(note, "(unsupported)") > strings.Index(note, "(unread)") || strings.Count(note, "last step") != 1 ||
+		strings.Contains(note, "Sources list could not be read") {
+		t.Errorf("revision note:\n%s", note)
+	}
+	var notes int
+	if err := b.pool.QueryRow(context.Background(), `SELECT count(*) FROM gb_agent_research_steps s,
+			jsonb_array_elements(s.messages) m WHERE s.run_id = $1 AND m->>'content' LIKE '%last step%'`, run.ID).
+		Scan(&notes); err != nil || notes != 1 {
+		t.Errorf("%d stored last-step notes (%v), want the revision note alone", notes, err)
 	}
 	got, err := jobs.CitationsOf(context.Background(), b.pool, run)
 	if err != nil {
@@ -182,12 +194,26 @@ func TestCitationsRevise(t *testing.T) {
 // revision: it is flagged instead.
 func TestCitationsReviseNoStepLeft(t *testing.T) {
 	model := &citingModel{}
-	_, run := runCiting(t, jobs.CitationsRevise, 3, model)
+	b, run := runCiting(t, jobs.CitationsRevise, 3, model)
 	if run.Status != jobs.StatusSucceeded || run.Steps != 3 || model.revisions != 0 {
 		t.Fatalf("run ended %s after %d steps and %d revisions, want succeeded after 3 and none", run.Status, run.Steps, model.revisions)
 	}
 	if run.Citations == nil || run.Citations.Unread != 2 || strings.Count(run.Report, "⚠") != 3 {
 		t.Errorf("citations %+v, report:\n%s\nwant 3 flagged claims", run.Citations, run.Report)
+	}
+	requireSkipped(t, b, run, "no steps left (3 of 3 used)")
+}
+
+// requireSkipped checks that a run's citations say why its revision was
+// skipped.
+func requireSkipped(t *testing.T, b *testBundle, run *jobs.Run, why string) {
+	t.Helper()
+	got, err := jobs.CitationsOf(context.Background(), b.pool, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.RevisionSkipped, why) {
+		t.Errorf("revision_skipped %q, want it to say %q", got.RevisionSkipped, why)
 	}
 }
 
@@ -195,7 +221,7 @@ func TestCitationsReviseNoStepLeft(t *testing.T) {
 // report it wrote before, flagged: never without a report.
 func TestCitationsRevisionFails(t *testing.T) {
 	model := &citingModel{failRevision: true}
-	_, run := runCiting(t, jobs.CitationsRevise, 10, model)
+	b, run := runCiting(t, jobs.CitationsRevise, 10, model)
 	if run.Status != jobs.StatusSucceeded || model.revisions == 0 {
 		t.Fatalf("run ended %s (%s) after %d revision calls, want succeeded with its draft", run.Status, run.Error, model.revisions)
 	}
@@ -205,6 +231,7 @@ func TestCitationsRevisionFails(t *testing.T) {
 	if run.CitationsBefore == nil || run.Citations == nil || *run.Citations != *run.CitationsBefore {
 		t.Errorf("citations %+v before %+v, want the draft's counts in both", run.Citations, run.CitationsBefore)
 	}
+	requireSkipped(t, b, run, "the revision could not be made: model error: the provider refused")
 }
 
 // A research asks for off, flag or revise, or for nothing (the default).
@@ -239,32 +266,47 @@ func TestCitationsOfflineSupported(t *testing.T) {
 	}
 }
 
-// A revision the tree's budget cannot pay for ends the research with its
-// draft, flagged. The budget is sized for the steps up to the report and
-// not one more (as the budget's estimates stand; should they change, the
-// test still requires a report, revised or flagged, and says which).
+// A revision the tree's budget cannot pay for does not run: the research
+// ends with its draft, flagged, and says why, in an event and in its
+// citations (revision_skipped). The budget is sized for the steps up to
+// the report and not one more (as the budget's estimates stand; should
+// they change, the test still requires a report, revised or flagged with
+// its reason, and says which).
 func TestCitationsReviseOutOfBudget(t *testing.T) {
 	model := &citingModel{}
-	b := setup(t, setupOpts{model: model.script()})
-	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID,
+	b := setup(t, setupOpts{model: model.script(), config: jobs.Config{JudgeOff: true}})
+	ctx := context.Background()
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID,
 		Topic: "How does sync.Mutex work?", MaxSteps: 10, Citations: jobs.CitationsRevise, MaxTokens: 5700})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run = waitEnded(t, b.pool, run.ID, 30*time.Second)
-	if run.Status != jobs.StatusSucceeded || run.Citations == nil || run.CitationsBefore == nil {
-		t.Fatalf("run ended %s (%s) with citations %+v before %+v, want succeeded with both", run.Status, run.Error,
-			run.Citations, run.CitationsBefore)
+	if run.Status != jobs.StatusSucceeded || run.Citations == nil {
+		t.Fatalf("run ended %s (%s) with citations %+v, want succeeded with them", run.Status, run.Error, run.Citations)
+	}
+	got, err := jobs.CitationsOf(ctx, b.pool, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events int
+	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_events WHERE run_id = $1 AND kind = $2`,
+		run.ID, jobs.EventRevisionSkipped).Scan(&events); err != nil {
+		t.Fatal(err)
 	}
 	switch {
-	case model.revisions == 0 && run.Steps == 3 && strings.Count(run.Report, "⚠") == 3 && *run.Citations == *run.CitationsBefore:
-		t.Logf("the budget refused the revision: the draft is kept, flagged; citations %+v", *run.Citations)
+	case model.revisions == 0 && run.Steps == 3 && strings.Count(run.Report, "⚠") == 3 && run.CitationsBefore == nil:
+		if events != 1 || !strings.Contains(got.RevisionSkipped, "does not fit what is left of the budget") {
+			t.Errorf("%d revision_skipped events; the citations say %q", events, got.RevisionSkipped)
+		}
+		t.Logf("the budget refused the revision: the draft is kept, flagged; citations %+v; revision skipped: %s",
+			*run.Citations, got.RevisionSkipped)
 	case model.revisions == 1 && run.Steps == 4 && run.Citations.Unread == 0:
 		t.Logf("the budget's estimates changed: the revision was paid for; citations before %+v after %+v",
 			*run.CitationsBefore, *run.Citations)
 	default:
-		t.Fatalf("%d steps, %d revisions, citations %+v before %+v, report:\n%s", run.Steps, model.revisions,
-			*run.Citations, *run.CitationsBefore, run.Report)
+		t.Fatalf("%d steps, %d revisions, citations %+v before %+v, skipped %q, report:\n%s", run.Steps, model.revisions,
+			*run.Citations, run.CitationsBefore, got.RevisionSkipped, run.Report)
 	}
 }
 

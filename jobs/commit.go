@@ -242,7 +242,7 @@ func (a *Agent) follow(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs],
 			return err
 		}
 	case noReport:
-		if draft, ok, err := a.keepDraft(ctx, tx, run); err != nil || ok {
+		if draft, ok, err := a.keepDraft(ctx, tx, run, "the revision ended without a report"); err != nil || ok {
 			if err != nil {
 				return err
 			}

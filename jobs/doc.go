@@ -80,8 +80,9 @@ citations.go checks a report's citations (with jobs/cite), in the
 transaction that records it, against what the tree's agents read
 (citations_docs.go) and, by the research's mode, leaves the report as it
 is, marks the unsupported claims, or gives the root one more step to
-revise it; citations_judge.go asks a small model about the claims the
-check leaves weak.
+revise it (citations_revise.go: the note, whether the revision can run,
+and why not when it cannot); citations_judge.go has a language model
+judge every cited claim, in batched calls, before the transaction.
 
 # The worker runtime
 

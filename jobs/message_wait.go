@@ -234,7 +234,7 @@ func (a *Agent) messageWaitResult(ctx context.Context, db DB, run *Run) (llm.Mes
 		ids[i] = m.ID
 	}
 	return llm.Message{Role: llm.RoleTool, ToolCallID: run.WaitCallID, Name: toolReadMessages,
-		Content: formatMessages(msgs)}, ids, nil
+		Content: a.formatMessages(msgs)}, ids, nil
 }
 
 // parentOf is the id of the run's parent, or -1 for a root, as a value no

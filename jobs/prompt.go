@@ -1,51 +1,38 @@
 package jobs
 
 import (
+	"slices"
+
 	"github.com/gbresearch/gb/jobs/llm"
 	"github.com/gbresearch/gb/jobs/prompts"
 )
 
 // The assembly of a step's model request: the system prompt from the
-// parts in jobs/prompts that the run's place in its tree calls for, the
-// conversation, the tools it may call and the closing notes (step.go).
+// parts in jobs/prompts that the run's tools call for (a part that
+// explains a tool is given only with the tool, so that no agent reads of
+// tools it does not have), the conversation, the tools it may call and
+// the closing notes (step.go). The prompt is a function of the run and
+// the configuration alone, the same on every step, so that the
+// provider's cached prefix holds.
 
 // request builds the model request of a step: the system prompt of the
 // run's place in its tree, the conversation and the tools it may call.
 func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (llm.Request, error) {
-	parts := []string{prompts.Research, prompts.Knowledge}
-	if a.web() {
-		parts = append(parts, prompts.Web)
+	names := a.toolNamesFor(run)
+	system, err := a.systemPrompt(run, names)
+	if err != nil {
+		return llm.Request{}, err
 	}
-	canSpawn := run.Depth < MaxSubagentDepth && run.MaxSubagents > 0
-	if canSpawn {
-		parts = append(parts, prompts.Spawn)
-	}
-	if asksOwner(run) {
-		parts = append(parts, prompts.AskOwner)
-	}
-	if canSpawn && mustPlan(run) {
-		parts = append(parts, prompts.ProposePlan)
-	}
-	if !run.IsRoot() {
-		sub, err := prompts.Subagent(prompts.SubagentData{Name: run.Name, Reason: run.Reason, CanSpawn: canSpawn})
-		if err != nil {
-			return llm.Request{}, err
-		}
-		parts = append(parts, sub)
-		if at := a.runType(run); at != nil {
-			parts = append(parts, at.Prompt)
-		}
-		if a.messenger != nil {
-			parts = append(parts, prompts.Messaging)
-		}
-	}
-	req := llm.Request{System: prompts.Join(parts...), Messages: msgs}
+	req := llm.Request{System: system, Messages: msgs}
 	// The tools stay listed on the last step, only forbidden, so that the
 	// prompt keeps the prefix the provider has cached.
-	for _, n := range a.toolNamesFor(run) {
+	for _, n := range names {
 		req.Tools = append(req.Tools, a.toolSpec(n))
 	}
 	switch {
+	case (last || outOfBudget) && revising(msgs):
+		// The revision note is the step's one last-step note.
+		req.ToolChoice = llm.ToolChoiceNone
 	case outOfBudget:
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: budgetNote})
 		req.ToolChoice = llm.ToolChoiceNone
@@ -54,4 +41,56 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 		req.ToolChoice = llm.ToolChoiceNone
 	}
 	return req, nil
+}
+
+// systemPrompt joins the parts of a run's system prompt, each one given
+// only with the tools it explains (names).
+func (a *Agent) systemPrompt(run *Run, names []string) (string, error) {
+	has := func(tools ...string) bool {
+		return slices.ContainsFunc(tools, func(t string) bool { return slices.Contains(names, t) })
+	}
+	kb, web := has(toolSearch, toolRead), has(toolWebSearch, toolFetch)
+	sources, err := prompts.Sources(kb, web)
+	if err != nil {
+		return "", err
+	}
+	report, err := prompts.Report(a.reportTokens(run))
+	if err != nil {
+		return "", err
+	}
+	parts := []string{prompts.Research, sources}
+	add := func(part string, ok bool) {
+		if ok {
+			parts = append(parts, part)
+		}
+	}
+	add(prompts.Knowledge, kb)
+	add(prompts.Remember, has(toolRemember))
+	add(prompts.Web, web)
+	parts = append(parts, report)
+	canSpawn := has(toolSpawnSubagent)
+	add(prompts.Spawn, canSpawn)
+	add(prompts.AskOwner, has(toolAskOwner))
+	add(prompts.ProposePlan, has(toolProposePlan))
+	if !run.IsRoot() {
+		sub, err := prompts.Subagent(prompts.SubagentData{Name: run.Name, Reason: run.Reason, CanSpawn: canSpawn})
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, sub)
+		if at := a.runType(run); at != nil {
+			parts = append(parts, at.Prompt)
+		}
+		add(prompts.Messaging, has(toolListSiblings, toolSendMessage, toolReadMessages))
+	}
+	return prompts.Join(parts...), nil
+}
+
+// reportTokens is the report's length budget the prompt states: the
+// completion cap of a call that writes the report (buildRequest), before
+// any doubling a retried step gets, so that the prompt is the same on
+// every step.
+func (a *Agent) reportTokens(run *Run) int {
+	p := profileOf(a.modelFor(run))
+	return completionCap(p, true, 0, a.config.MaxCompletionTokens, p.ContextWindow, 0)
 }

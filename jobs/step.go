@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -362,6 +363,10 @@ func replyNotes(ans *answer, history []llm.Message) (notes []llm.Message, goOn b
 	switch {
 	case ans.resp.FinishReason == llm.FinishLength && len(msg.ToolCalls) > 0:
 		return []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprintf(cutCallsNote, ans.cap)}}, false
+	case ans.resp.FinishReason == llm.FinishLength && !ans.last && ans.cap < ans.reportCap && !reportCut(history):
+		// A report cut at the cap of a step that may call tools: written
+		// again, whole, with the report's cap (buildRequest).
+		return []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprintf(cutToReportNote, ans.cap, ans.reportCap)}}, true
 	case ans.resp.FinishReason == llm.FinishLength && !ans.last:
 		return []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprintf(cutReportNote, ans.cap)}}, true
 	case ans.resp.Refused && len(msg.ToolCalls) == 0 && !ans.last:
@@ -379,9 +384,22 @@ const (
 		"are incomplete. Make fewer or smaller tool calls at a time."
 	cutReportNote = "Your last reply was cut off at its limit of %d tokens before it was finished. " +
 		"Write it again, shorter, or go on researching with your tools."
+	// cutToReportNote starts with cutToReportPrefix.
+	cutToReportNote = cutToReportPrefix + " at %d tokens, the limit of a step that may call tools. " +
+		"Write it again, whole: this reply may have up to %d tokens."
 	refusalNote = "You declined to go on. If the task truly cannot be researched, write a short report that " +
 		"says why; otherwise go on with your tools."
 )
+
+// cutToReportPrefix starts the note after a report cut at a step's cap.
+const cutToReportPrefix = "Your report was cut off"
+
+// reportCut reports whether a conversation ends with the note after a
+// report cut at a step's cap: its next call gets the report's cap.
+func reportCut(conv []llm.Message) bool {
+	n := len(conv)
+	return n > 0 && conv[n-1].Role == llm.RoleUser && strings.HasPrefix(conv[n-1].Content, cutToReportPrefix)
+}
 
 // recordBudgetStop records on the tree that its budget stopped the root's
 // research, with the tree locked like every writer of its events, so that
@@ -426,7 +444,7 @@ func (a *Agent) endAfter(ctx context.Context, job *river.Job[StepArgs], seen *Ru
 		if run != nil && !run.Ended() {
 			if status != StatusSucceeded {
 				// A revision that could not be made keeps its draft (citations.go).
-				if draft, ok, err := a.keepDraft(ctx, tx, run); err != nil {
+				if draft, ok, err := a.keepDraft(ctx, tx, run, errText); err != nil {
 					return err
 				} else if ok {
 					status, report, errText = StatusSucceeded, draft, ""

@@ -252,7 +252,7 @@ func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string)
 		}
 		return "", err
 	}
-	return untrustedReports(awaited, a.config.MaxReportChars), nil
+	return a.untrustedReports(awaited, a.config.MaxReportChars), nil
 }
 
 // park makes the run wait for sub-agents, for messages or for its owner's

@@ -51,7 +51,7 @@ func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readR
 	body := d.Body
 	if strings.HasPrefix(d.Source, notePrefix) {
 		// Another agent wrote it, maybe from a page.
-		body = untrusted("note "+d.Source+" remembered by an agent, which may quote web pages", body)
+		body = untrusted(env.agent.noteLabel(d.Source), body)
 	}
 	text := fmt.Sprintf("[id %d] %s (%s)\n\n%s", d.ID, d.Title, d.Source, body)
 	if end := min(args.Offset, total) + utf8.RuneCountInString(d.Body); args.Offset > 0 || end < total {

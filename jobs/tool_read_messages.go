@@ -55,7 +55,7 @@ func runReadMessages(ctx context.Context, env *toolEnv, raw json.RawMessage) (st
 	}
 	wait := time.Duration(args.WaitSeconds) * time.Second
 	if len(msgs) > 0 || wait <= MaxBlockingWait {
-		return formatMessages(msgs), nil // any short wait happened before this transaction
+		return env.agent.formatMessages(msgs), nil // any short wait happened before this transaction
 	}
 	if env.park != nil {
 		return "", toolErrorf("no new messages, and this step already waits (%s): only one call of a step may wait",
@@ -77,7 +77,7 @@ func receiveMessages(ctx context.Context, env *toolEnv) (string, error) {
 	for i, m := range got {
 		msgs[i] = inboxMessage{ID: m.ID, From: m.From, FromName: m.FromName, Text: m.Text}
 	}
-	return formatMessages(msgs), nil
+	return env.agent.formatMessages(msgs), nil
 }
 
 // inboxMessage is a message as read_messages shows it.
@@ -121,7 +121,7 @@ func takeMessages(ctx context.Context, tx pgx.Tx, run *Run) ([]inboxMessage, err
 // formatMessages renders read_messages' result: one entry per message,
 // oldest first, or "No new messages.". A sibling's text comes inside its
 // untrusted block (it may quote pages); the owner's does not.
-func formatMessages(msgs []inboxMessage) string {
+func (a *Agent) formatMessages(msgs []inboxMessage) string {
 	if len(msgs) == 0 {
 		return "No new messages."
 	}
@@ -130,7 +130,7 @@ func formatMessages(msgs []inboxMessage) string {
 		if m.From == 0 {
 			fmt.Fprintf(&b, "From %s (your owner): %s\n\n", m.FromName, m.Text)
 		} else {
-			fmt.Fprintf(&b, "From %s (run %d):\n%s\n\n", m.FromName, m.From, untrustedMessage(m.FromName, m.From, m.Text))
+			fmt.Fprintf(&b, "From %s (run %d):\n%s\n\n", m.FromName, m.From, a.untrustedMessage(m.FromName, m.From, m.Text))
 		}
 	}
 	return strings.TrimSpace(b.String())

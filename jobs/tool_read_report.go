@@ -54,6 +54,6 @@ func readReport(ctx context.Context, env *readEnv, raw json.RawMessage) (readRes
 		note = fmt.Sprintf("[characters %d to %d of %d; %d left: call read_report with \"offset\": %d to read on]",
 			args.Offset, end, total, left, end)
 	}
-	label := fmt.Sprintf("report of sub-agent %s (run %d), which may quote web pages", kid.Name, kid.ID)
-	return readResult{text: fmt.Sprintf("## %s (run %d): report\n%s\n%s", kid.Name, kid.ID, note, untrusted(label, part))}, nil
+	return readResult{text: fmt.Sprintf("## %s (run %d): report\n%s\n%s", kid.Name, kid.ID, note,
+		untrusted(env.agent.reportLabel(kid.Name, kid.ID), part))}, nil
 }

@@ -188,7 +188,7 @@ func (a *Agent) toolSpec(name string) llm.ToolSpec {
 	params := argSchema(reflect.TypeOf(t.args))
 	props := params["properties"].(map[string]any)
 	props["type"] = map[string]any{"type": "string", "enum": a.types.Names(),
-		"description": "the sub-agent's type (default " + DefaultType + "): " + a.types.describe()}
+		"description": "the sub-agent's type (default " + DefaultType + "): " + a.types.describe(a.toolAvailable)}
 	if len(a.models) > 1 {
 		props["model"] = map[string]any{"type": "string", "enum": a.modelNames(),
 			"description": "the sub-agent's model (default: yours)"}

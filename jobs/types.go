@@ -202,13 +202,37 @@ func (t *Types) Get(name string) (*AgentType, bool) {
 // Names lists the types, built-in ones first.
 func (t *Types) Names() []string { return slices.Clone(t.names) }
 
-// describe is one line per type, for spawn_subagent's description.
-func (t *Types) describe() string {
+// describe is one line per type, for spawn_subagent's description: its
+// description, then the tools it is given, derived from its allow-list and
+// what the agent offers (available), so that the two cannot differ.
+func (t *Types) describe(available func(tool string) bool) string {
 	var b strings.Builder
 	for _, n := range t.names {
-		fmt.Fprintf(&b, "%s: %s. ", n, t.byName[n].Description)
+		at := t.byName[n]
+		tools := "every tool of its place in the tree"
+		if at.Tools != nil {
+			given := slices.DeleteFunc(slices.Clone(at.Tools), func(tool string) bool { return !available(tool) })
+			tools = strings.Join(given, ", ")
+			if len(given) == 0 {
+				tools = "none"
+			}
+		}
+		fmt.Fprintf(&b, "%s: %s; tools: %s. ", n, at.Description, tools)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// toolAvailable reports whether the agent offers a tool at all: the web
+// tools need a search and a fetch provider, the sibling tools and
+// send_input a messenger.
+func (a *Agent) toolAvailable(tool string) bool {
+	switch tool {
+	case toolWebSearch, toolFetch:
+		return a.web()
+	case toolListSiblings, toolSendMessage, toolReadMessages, toolSendInput:
+		return a.messenger != nil
+	}
+	return true
 }
 
 // spawnType resolves spawn_subagent's type, the default when it names none;

@@ -30,11 +30,35 @@ func untrusted(label, body string) string {
 	return fmt.Sprintf(untrustedOpen, label) + "\n" + strings.TrimSpace(body) + "\n" + untrustedClose
 }
 
+// A block's label names what its text is: a page, search results, a
+// sub-agent's report, a sibling's message, a note an agent remembered;
+// what agents wrote is said to quote web pages only in a research that
+// has the web (quoting).
+
+// quoting is what a label adds to the text of an agent: that it may quote
+// web pages, when the agents have the web.
+func (a *Agent) quoting() string {
+	if a.web() {
+		return ", which may quote web pages"
+	}
+	return ""
+}
+
+// reportLabel labels the report of a sub-agent.
+func (a *Agent) reportLabel(name string, id int64) string {
+	return fmt.Sprintf("report of sub-agent %s (run %d)%s", name, id, a.quoting())
+}
+
+// noteLabel labels a note an agent remembered.
+func (a *Agent) noteLabel(source string) string {
+	return "note " + source + " remembered by an agent" + a.quoting()
+}
+
 // untrustedReports renders the reports of ended sub-agents for their
 // parent: each one's name, run and status as given by the service, then
-// its report (which may quote pages) inside its untrusted block, cut to
-// max characters with a note on how to read on.
-func untrustedReports(runs []*Run, max int) string {
+// its report inside its untrusted block, cut to max characters with a
+// note on how to read on.
+func (a *Agent) untrustedReports(runs []*Run, max int) string {
 	var b strings.Builder
 	for _, r := range runs {
 		fmt.Fprintf(&b, "## %s (run %d): %s\n", r.Name, r.ID, r.Status)
@@ -43,7 +67,7 @@ func untrustedReports(runs []*Run, max int) string {
 			continue
 		}
 		part, left := pageSlice(r.Report, 0, max)
-		b.WriteString(untrusted(fmt.Sprintf("report of sub-agent %s (run %d), which may quote web pages", r.Name, r.ID), part))
+		b.WriteString(untrusted(a.reportLabel(r.Name, r.ID), part))
 		if left > 0 {
 			fmt.Fprintf(&b, "\n[%d more characters of this report left out: call read_report with "+
 				"{\"name\": %q, \"offset\": %d} to read on]", left, r.Name, utf8.RuneCountInString(part))
@@ -53,8 +77,8 @@ func untrustedReports(runs []*Run, max int) string {
 	return strings.TrimSpace(b.String())
 }
 
-// untrustedMessage is the text of a message from another agent, inside its
+// untrustedMessage is the text of a message from a sibling, inside its
 // block: agents quote what they read.
-func untrustedMessage(fromName string, fromID int64, text string) string {
-	return untrusted(fmt.Sprintf("message from %s (run %d), which may quote web pages", fromName, fromID), text)
+func (a *Agent) untrustedMessage(fromName string, fromID int64, text string) string {
+	return untrusted(fmt.Sprintf("message from %s (run %d)%s", fromName, fromID, a.quoting()), text)
 }

@@ -19,8 +19,9 @@ func researchCitationsCmd() *cobra.Command {
 		Short: "The citation check of a run's report: each claim, its source, verdict and passage",
 		Long: `The verdicts of the last check of a run's report against what the agents of its
 tree read: each claim with the source it cites, its verdict (supported, weak,
-unsupported, unread; uncited for a factual claim with no citation), its score and
-the passage that best supports it. After a revision, the counts before it too.`,
+unsupported, contradicted, unread; uncited for a factual claim with no citation),
+its score and the passage that best supports it. After a revision, the counts
+before it too; when a needed revision could not run, why.`,
 		Example: `  gb research citations 1
   gb research citations 1 -o json`,
 		Args: args(1, 1, "one run ID"),
@@ -53,6 +54,9 @@ func printCitations(w io.Writer, rc *jobs.RunCitations) error {
 	if rc.CountsBefore != nil {
 		line += " (before the revision: " + countsLine(*rc.CountsBefore) + ")"
 	}
+	if rc.RevisionSkipped != "" {
+		line += "\nrevision skipped: " + rc.RevisionSkipped
+	}
 	if _, err := fmt.Fprintln(w, line); err != nil {
 		return err
 	}
@@ -77,8 +81,19 @@ func printCitations(w io.Writer, rc *jobs.RunCitations) error {
 
 // countsLine says a check's counts in words.
 func countsLine(c cite.Counts) string {
-	return fmt.Sprintf("%d claims: %d supported, %d weak, %d unsupported, %d unread, %d uncited",
+	s := fmt.Sprintf("%d claims: %d supported, %d weak, %d unsupported, %d unread, %d uncited",
 		c.Claims, c.Supported, c.Weak, c.Unsupported, c.Unread, c.Uncited)
+	// The verdicts most reports have none of, said only when they have some.
+	for _, v := range []struct {
+		n    int
+		name string
+	}{{c.Contradicted, "contradicted"}, {c.NoSources, "with unreadable sources"}, {c.Inference, "inference"},
+		{c.Absence, "absence"}} {
+		if v.n > 0 {
+			s += fmt.Sprintf(", %d %s", v.n, v.name)
+		}
+	}
+	return s
 }
 
 // addCitationsTool adds the MCP tool get_citations.
@@ -86,7 +101,8 @@ func addCitationsTool(s *mcp.Server, c *apiClient) {
 	const title = "Get the citation check of a research's report"
 	tool := &mcp.Tool{Name: "get_citations", Title: title,
 		Description: "The citation check of the run's report against what its agents read: the counts (claims, supported, " +
-			"weak, unsupported, unread, uncited; counts_before after a revision) and each claim with the source it cites, " +
+			"weak, unsupported, contradicted, unread, uncited; counts_before after a revision; revision_skipped when a needed "+
+			"revision could not run) and each claim with the source it cites, " +
 			"its verdict, score, reason and the passage of the source that best supports it.",
 		Annotations: &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true}}
 	mcp.AddTool(s, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in mcpIDInput) (*mcp.CallToolResult, map[string]any, error) {

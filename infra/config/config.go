@@ -88,8 +88,12 @@ const (
 	// policy.
 	EnvCitations = "GB_CITATIONS"
 	// EnvVerifyModel names a model (the default or one of GB_MODELS) that
-	// judges the claims the citation check leaves weak; unset: none.
+	// judges every cited claim of a report; unset: a run's own model
+	// (never the offline policy).
 	EnvVerifyModel = "GB_VERIFY_MODEL"
+	// EnvCitationsJudge is on (the default) or off: off leaves a report's
+	// citations to the lexical check alone.
+	EnvCitationsJudge = "GB_CITATIONS_JUDGE"
 )
 
 // Model providers of GB_MODEL_PROVIDER.
@@ -165,6 +169,8 @@ type Config struct {
 	Citations string
 	// VerifyModel is GB_VERIFY_MODEL: the citation check's judge.
 	VerifyModel string
+	// JudgeOff is GB_CITATIONS_JUDGE=off: no citation judge.
+	JudgeOff bool
 	// ModelProvider is GB_MODEL_PROVIDER: ProviderOpenAI or
 	// ProviderBedrock.
 	ModelProvider string
@@ -372,6 +378,13 @@ func (c *Config) readModelTuning(getenv func(string) string) []error {
 		c.PromptBudget = n
 	}
 	c.VerifyModel = strings.TrimSpace(getenv(EnvVerifyModel))
+	switch v := strings.TrimSpace(getenv(EnvCitationsJudge)); v {
+	case "", "on":
+	case "off":
+		c.JudgeOff = true
+	default:
+		errs = append(errs, &Error{EnvCitationsJudge, fmt.Sprintf("%q must be on or off (or unset: on)", v)})
+	}
 	if c.Citations = getenv(EnvCitations); c.Citations != "" && !slices.Contains(jobs.CitationsModes, c.Citations) {
 		errs = append(errs, &Error{EnvCitations, fmt.Sprintf("%q must be off, flag or revise (or unset: revise for a "+
 			"language model, flag for the offline policy)", c.Citations)})
@@ -423,7 +436,7 @@ func (c Config) openAIConfig(model string, logger *slog.Logger) openai.Config {
 func (c Config) Agent() jobs.Config {
 	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens,
 		MaxSubagents: c.MaxSubagents, MaxWorkers: c.MaxWorkers, RateLimits: c.RateLimits, PromptBudget: c.PromptBudget,
-		Citations: c.Citations, VerifyModel: c.VerifyModel}
+		Citations: c.Citations, VerifyModel: c.VerifyModel, JudgeOff: c.JudgeOff}
 }
 
 // NewWeb returns the web search provider and page fetcher the settings ask

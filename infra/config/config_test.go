@@ -276,3 +276,23 @@ func TestFromEnvChecksTheVerifyModel(t *testing.T) {
 		}
 	}
 }
+
+// GB_CITATIONS_JUDGE is on, off or unset (on); anything else is refused,
+// and off reaches the agent's config.
+func TestFromEnvReadsTheCitationsJudge(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{EnvDatabaseURL: "postgres://x", EnvOpenAIKey: "k"}
+	for v, want := range map[string]bool{"": false, "on": false, "off": true} {
+		e := maps.Clone(base)
+		e[EnvCitationsJudge] = v
+		c, err := FromEnv(env(e))
+		if err != nil || c.Agent().JudgeOff != want {
+			t.Errorf("GB_CITATIONS_JUDGE=%q: %v, JudgeOff %v; want %v", v, err, c.Agent().JudgeOff, want)
+		}
+	}
+	e := maps.Clone(base)
+	e[EnvCitationsJudge] = "maybe"
+	if _, err := FromEnv(env(e)); err == nil || !strings.Contains(err.Error(), EnvCitationsJudge+`: "maybe" must be on or off`) {
+		t.Errorf("GB_CITATIONS_JUDGE=maybe: %v, want an error naming it", err)
+	}
+}
