@@ -96,14 +96,14 @@ func documentPassages(ctx context.Context, db DB, id int64) ([]Passage, error) {
 	return ps, nil
 }
 
-// named are the passages at or after from that name text, the first of
-// each heading, with their start as the match.
+// named are the passages starting at or after from that name text, the
+// first of each heading, with their start as the match.
 func named(passages []Passage, text string, from int, body string) []Match {
 	var out []Match
 	seen := map[string]bool{}
 	cut := newRuneSlicer(body)
 	for _, p := range passages {
-		if p.Offset+p.Len <= from || seen[p.Heading] || !names(p, text) {
+		if p.Offset < from || seen[p.Heading] || !names(p, text) {
 			continue
 		}
 		seen[p.Heading] = true
@@ -115,7 +115,7 @@ func named(passages []Passage, text string, from int, body string) []Match {
 }
 
 // headingKinds are the words a heading of a Go declaration starts with.
-var headingKinds = []string{"func ", "type ", "var ", "const ", "example ", "package "}
+var headingKinds = []string{"func ", "type ", "var ", "const ", "package "}
 
 // names reports whether a passage's heading or one of its symbols is
 // text, case aside: the whole heading, the heading without its kind
@@ -163,10 +163,12 @@ func places(body string, passages []Passage, text string, from int) ([]Match, in
 			continue
 		}
 		lead := min(at, FindExcerptLen/3)
-		mt := Match{Offset: at, Excerpt: excerpt(cut.slice(at-lead, FindExcerptLen))}
+		mt := Match{Offset: at}
 		if i >= 0 {
 			mt.Passage = passages[i]
+			lead = min(lead, at-mt.Passage.Offset) // from the passage's start at most
 		}
+		mt.Excerpt = excerpt(cut.slice(at-lead, FindExcerptLen))
 		out = append(out, mt)
 	}
 	return out, more

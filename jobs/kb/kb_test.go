@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,23 +13,6 @@ import (
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs/kb"
 )
-
-func TestGoDocsAreExtracted(t *testing.T) {
-	t.Parallel()
-	docs, err := kb.FromPaths([]string{filepath.Join(runtime.GOROOT(), "src", "sync")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sync *kb.Document
-	for i := range docs {
-		if docs[i].Source == "https://pkg.go.dev/sync" {
-			sync = &docs[i]
-		}
-	}
-	if sync == nil || sync.Title != "package sync" || !strings.Contains(sync.Body, "WaitGroup") {
-		t.Fatalf("package sync not extracted: %d docs", len(docs))
-	}
-}
 
 func TestSearchReadRemember(t *testing.T) {
 	t.Parallel()
