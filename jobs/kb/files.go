@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
@@ -110,51 +109,33 @@ func textFile(path string) (Document, error) {
 }
 
 // goPackage extracts the documentation of the Go package in dir, if any,
-// with the examples of its test files.
+// with the examples of its test files. It reads the files the go command
+// would build for this platform, as go doc does.
 func goPackage(root, dir string) (Document, bool, error) {
+	bp, err := build.ImportDir(dir, 0)
+	if err != nil || bp.Name == "main" {
+		return Document{}, false, nil // not a Go package, or a command
+	}
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go") || hasExamples(filepath.Join(dir, fi.Name()))
-	}, parser.ParseComments)
-	if err != nil || len(pkgs) == 0 {
-		return Document{}, false, nil // not a Go package, or one that does not parse
-	}
-	name := packageName(pkgs)
-	if name == "" {
-		return Document{}, false, nil // test files alone
-	}
 	var files []*ast.File
-	for _, n := range []string{name, name + "_test"} {
-		if pkg, ok := pkgs[n]; ok {
-			for _, f := range pkg.Files {
-				files = append(files, f)
-			}
+	names := append(append([]string{}, bp.GoFiles...), bp.CgoFiles...)
+	for _, n := range append(append([]string{}, bp.TestGoFiles...), bp.XTestGoFiles...) {
+		if hasExamples(filepath.Join(dir, n)) {
+			names = append(names, n)
 		}
 	}
-	p, err := doc.NewFromFiles(fset, files, importPath(root, dir))
-	if err != nil {
-		return Document{}, false, nil
+	for _, n := range names {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments)
+		if err != nil {
+			return Document{}, false, nil // a package that does not parse
+		}
+		files = append(files, f)
 	}
-	if p.Name == "main" || strings.TrimSpace(p.Doc) == "" {
+	p, err := doc.NewFromFiles(fset, files, importPath(root, dir))
+	if err != nil || strings.TrimSpace(p.Doc) == "" {
 		return Document{}, false, nil
 	}
 	return packageDocument(fset, p), true, nil
-}
-
-// packageName is the first, in order, of the packages of a directory that
-// is not a test package ("" when there is none).
-func packageName(pkgs map[string]*ast.Package) string {
-	names := make([]string, 0, len(pkgs))
-	for name := range pkgs {
-		if !strings.HasSuffix(name, "_test") {
-			names = append(names, name)
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	sort.Strings(names)
-	return names[0]
 }
 
 // hasExamples reports whether a test file may hold examples, so that the

@@ -175,13 +175,14 @@ func places(body string, passages []Passage, text string, from int) ([]Match, in
 }
 
 // phraseRE matches text case aside, any run of white space in it
-// matching any run of white space.
+// matching any run of white space, and the // that goes on a comment on
+// the next line of code.
 func phraseRE(text string) *regexp.Regexp {
 	words := strings.Fields(text)
 	for i, w := range words {
 		words[i] = regexp.QuoteMeta(w)
 	}
-	return regexp.MustCompile(`(?i)` + strings.Join(words, `\s+`))
+	return regexp.MustCompile(`(?i)` + strings.Join(words, `\s+(?://[ \t]*)?`))
 }
 
 // passageAt is the index of the passage that holds character at (-1 for

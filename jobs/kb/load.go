@@ -17,7 +17,7 @@ import (
 // splitVersion names the way documents are cut into passages and indexed;
 // it is part of every content hash, so changing it loads every document
 // again.
-const splitVersion = "kb-passages-1"
+const splitVersion = "kb-passages-2"
 
 // LoadStats says what a load did: documents written, documents skipped
 // because their content had not changed, and documents removed because
@@ -145,20 +145,21 @@ func storePassages(ctx context.Context, db DB, id int64, body string, passages [
 	}
 	n := len(passages)
 	starts, lens, headings, symbols, texts := make([]int32, n), make([]int32, n), make([]string, n), make([]string, n), make([]string, n)
-	firsts := make([]bool, n)
+	firsts, words := make([]bool, n), make([]string, n)
 	texter := newRuneSlicer(body)
 	for i, p := range passages {
 		starts[i], lens[i], headings[i] = int32(p.Offset), int32(p.Len), clip(p.Heading, MaxHeadingLen)
 		symbols[i], firsts[i] = strings.Join(p.Symbols, " "), p.First
+		words[i] = symbolWords(p.Symbols)
 		texts[i] = texter.slice(p.Offset, p.Len)
 	}
 	_, err := db.Exec(ctx, `INSERT INTO gb_kb_passages (document_id, ord, start_char, char_len, heading, symbols, first, tsv)
 		SELECT $1, p.ord - 1, p.s, p.l, p.h, p.sym, p.f,
-		       setweight(to_tsvector('english', p.h || ' ' || p.sym), 'A') ||
+		       setweight(to_tsvector('english', p.h || ' ' || p.sym || ' ' || p.w), 'A') ||
 		       setweight(to_tsvector('english', p.t), 'B')
-		FROM unnest($2::int[], $3::int[], $4::text[], $5::text[], $6::bool[], $7::text[])
-		     WITH ORDINALITY AS p(s, l, h, sym, f, t, ord)`,
-		id, starts, lens, headings, symbols, firsts, texts)
+		FROM unnest($2::int[], $3::int[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[])
+		     WITH ORDINALITY AS p(s, l, h, sym, f, t, w, ord)`,
+		id, starts, lens, headings, symbols, firsts, texts, words)
 	return err
 }
 

@@ -3,6 +3,7 @@ package kb
 import (
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -218,4 +219,42 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n])
+}
+
+// symbolWords are the words of symbols' names, for the index: the parts
+// of each dotted name, and the words of a mixed-case part
+// ("ReadHeaderTimeout" is read header timeout, "ErrServerClosed" err
+// server closed, "HTTPServer" HTTP server), so natural words find them.
+func symbolWords(symbols []string) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range symbols {
+		for part := range strings.SplitSeq(s, ".") {
+			for _, w := range camelWords(part) {
+				if k := strings.ToLower(w); !seen[k] {
+					seen[k] = true
+					out = append(out, w)
+				}
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// camelWords splits a mixed-case name at each new word: a capital after
+// a small letter or a digit, and the last capital of a run of capitals
+// before a small letter.
+func camelWords(name string) []string {
+	rs := []rune(name)
+	var out []string
+	start := 0
+	for i := 1; i < len(rs); i++ {
+		lowerBefore := unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1])
+		acronymEnd := unicode.IsUpper(rs[i-1]) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+		if unicode.IsUpper(rs[i]) && (lowerBefore || acronymEnd) {
+			out = append(out, string(rs[start:i]))
+			start = i
+		}
+	}
+	return append(out, string(rs[start:]))
 }

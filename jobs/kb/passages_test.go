@@ -69,3 +69,11 @@ func TestSplitLongLines(t *testing.T) {
 		t.Error("an empty text has passages")
 	}
 }
+
+func TestSymbolWords(t *testing.T) {
+	got := symbolWords([]string{"Server.ReadHeaderTimeout", "http.ErrServerClosed", "HTTPServer", "Context.Done", "ParseHTTP2Frame"})
+	want := "Server Read Header Timeout http Err Closed Context Done Parse HTTP2 Frame" // HTTP is http, seen
+	if got != want {
+		t.Errorf("symbolWords = %q, want %q", got, want)
+	}
+}
