@@ -22,14 +22,9 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolRead,
-			Description: fmt.Sprintf("Read one document of the knowledge base by its id (from search), "+
-				"%d characters at a time from offset (a search hit gives the offset of its best passage). "+
-				`With "find" (a phrase, heading or symbol such as "Shutdown", "Server.BaseContext" or "ErrServerClosed"), `+
-				"read jumps: when exactly one passage is named by it (its heading or a symbol it declares), read reads from "+
-				"that passage's start and says so; otherwise it lists the passages named by it and then those that have the "+
-				"text (case aside), each with its heading, offset and a short excerpt, at most %d of each; "+
-				`read again with "offset" to read one. "find" with an "offset" above 0 only lists, from that offset on.`,
-				kb.MaxReadLen, kb.MaxFindMatches)},
+			Description: fmt.Sprintf("Read a knowledge-base document by id, %d characters from offset. "+
+				`"find" (a phrase, heading or symbol, e.g. "Server.Shutdown") reads from the one passage it names, `+
+				`else lists the passages naming or holding it (offsets, excerpts; from "offset" on when above 0).`, kb.MaxReadLen)},
 		args:  readArgs{},
 		state: StateReading,
 		read:  readDocument,

@@ -16,9 +16,7 @@ func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolSearch,
 			Description: "Search the knowledge base of this research. " + kb.HowSearchMatches +
-				` Returns up to limit documents, best first: [id N] title (source), then "at offset O: heading" ` +
-				`(read {"id": N, "offset": O} reads the passage; read {"id": N, "find": "text"} lists where a phrase or symbol is), ` +
-				"whether the document has every term and how many of its passages match, then the snippet."},
+				" Each hit: [id N] title (source), its best passage's offset and heading (read from there), a snippet."},
 		args:  searchArgs{},
 		state: StateSearching,
 		read:  readSearch,

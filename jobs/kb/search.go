@@ -9,11 +9,8 @@ import (
 )
 
 // HowSearchMatches says, for agents, how Search matches a query.
-const HowSearchMatches = `A document matches when any of the query's words or "quoted phrases" is in it ` +
-	`(words are matched by their English stem, case aside; stop words are ignored); ` +
-	`documents with every word and phrase come first, then by relevance of their best passage, ` +
-	`and a little for how many of their passages match. -word (or -"phrase") leaves out the documents that have it. ` +
-	`Each hit names its best passage: its heading, its offset (read from there) and a snippet of it.`
+const HowSearchMatches = `Matches documents with any of the words or "quoted phrases" (by English stem; ` +
+	`-word or -"phrase" excludes); those with every term come first, then by their best passage.`
 
 // Search finds the documents of a dataset that match any of the terms of
 // query (words and "quoted phrases"; -term excludes), as
