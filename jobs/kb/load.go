@@ -17,7 +17,7 @@ import (
 // splitVersion names the way documents are cut into passages and indexed;
 // it is part of every content hash, so changing it loads every document
 // again.
-const splitVersion = "kb-passages-2"
+const splitVersion = "kb-passages-3"
 
 // LoadStats says what a load did: documents written, documents skipped
 // because their content had not changed, and documents removed because
@@ -130,7 +130,7 @@ func loadOne(ctx context.Context, db DB, dataset string, d Document) (bool, erro
 		if err != nil {
 			return err
 		}
-		return storePassages(ctx, tx, id, st.body, st.passages)
+		return storePassages(ctx, tx, id, d.Title, st.body, st.passages)
 	})
 	if err != nil {
 		return false, fmt.Errorf("error loading %s: %w", d.Source, err)
@@ -138,8 +138,11 @@ func loadOne(ctx context.Context, db DB, dataset string, d Document) (bool, erro
 	return true, nil
 }
 
-// storePassages replaces the passages of document id, whose body is body.
-func storePassages(ctx context.Context, db DB, id int64, body string, passages []Passage) error {
+// storePassages replaces the passages of document id, whose title and
+// body are title and body. The first passage is indexed with the title
+// too, so that a search for a document's title ("package net/http")
+// finds the document at its start.
+func storePassages(ctx context.Context, db DB, id int64, title, body string, passages []Passage) error {
 	if _, err := db.Exec(ctx, "DELETE FROM gb_kb_passages WHERE document_id = $1", id); err != nil {
 		return err
 	}
@@ -151,6 +154,9 @@ func storePassages(ctx context.Context, db DB, id int64, body string, passages [
 		starts[i], lens[i], headings[i] = int32(p.Offset), int32(p.Len), clip(p.Heading, MaxHeadingLen)
 		symbols[i], firsts[i] = strings.Join(p.Symbols, " "), p.First
 		words[i] = symbolWords(p.Symbols)
+		if i == 0 {
+			words[i] = title + " " + words[i]
+		}
 		texts[i] = texter.slice(p.Offset, p.Len)
 	}
 	_, err := db.Exec(ctx, `INSERT INTO gb_kb_passages (document_id, ord, start_char, char_len, heading, symbols, first, tsv)
@@ -227,7 +233,7 @@ func Remember(ctx context.Context, db DB, dataset string, runID int64, title, te
 		if err != nil {
 			return err
 		}
-		return storePassages(ctx, tx, id, text, Split(text))
+		return storePassages(ctx, tx, id, title, text, Split(text))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("error storing note: %w", err)
