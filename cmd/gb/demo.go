@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"go/build"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -116,7 +116,7 @@ func runDemo(ctx context.Context, topic string, out io.Writer) error {
 // documentation changed (or was cut into passages another way) are
 // written.
 func loadGoDocs(ctx context.Context, s *stack, out io.Writer) error {
-	root := runtime.GOROOT()
+	root := build.Default.GOROOT
 	if b, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output(); err == nil {
 		root = strings.TrimSpace(string(b))
 	}

@@ -1,8 +1,8 @@
 package kb_test
 
 import (
+	"go/build"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -22,7 +22,7 @@ var (
 func netHTTPAndContext(t testing.TB) []kb.Document {
 	t.Helper()
 	httpDocsOnce.Do(func() {
-		src := filepath.Join(runtime.GOROOT(), "src")
+		src := filepath.Join(build.Default.GOROOT, "src")
 		httpDocs, httpDocsErr = kb.FromPaths([]string{filepath.Join(src, "net", "http"), filepath.Join(src, "context")})
 	})
 	if httpDocsErr != nil {
@@ -132,7 +132,7 @@ func TestGoLoaderKeepsEveryFact(t *testing.T) {
 
 func TestGoDocsAreExtracted(t *testing.T) {
 	t.Parallel()
-	docs, err := kb.FromPaths([]string{filepath.Join(runtime.GOROOT(), "src", "sync")})
+	docs, err := kb.FromPaths([]string{filepath.Join(build.Default.GOROOT, "src", "sync")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestGoDocsAreExtracted(t *testing.T) {
 	if sync.Title != "package sync" || !strings.Contains(sync.Body, "## type WaitGroup") || !strings.Contains(sync.Body, "## func (*WaitGroup) Wait") {
 		t.Fatalf("package sync not extracted: %.300q", sync.Body)
 	}
-	if want, _ := filepath.Abs(filepath.Join(runtime.GOROOT(), "src", "sync")); sync.Root != want {
+	if want, _ := filepath.Abs(filepath.Join(build.Default.GOROOT, "src", "sync")); sync.Root != want {
 		t.Errorf("root %q, want %q", sync.Root, want)
 	}
 }

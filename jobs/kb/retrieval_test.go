@@ -3,9 +3,9 @@ package kb_test
 import (
 	"context"
 	"fmt"
+	"go/build"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -96,7 +96,7 @@ func TestRetrievalTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := filepath.Join(build.Default.GOROOT, "src")
 	paths := []string{src}
 	if os.Getenv("GB_RETRIEVAL") != "std" {
 		paths = paths[:0]
