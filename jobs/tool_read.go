@@ -118,7 +118,7 @@ func findInDocument(ctx context.Context, env *readEnv, args readArgs) (readResul
 		fmt.Fprintf(&b, "find %q: no passage%s is named by it or has it. Search for other words, or read by offset.", args.Find, from)
 		return readResult{text: b.String()}, nil
 	}
-	fmt.Fprintf(&b, "find %q: %d %s named by it; %s.\n", args.Find, len(f.Named), passagesWord(len(f.Named)), textCount(f))
+	fmt.Fprintf(&b, "find %q: %s named by it; %s.\n", args.Find, namedCount(len(f.Named)), textCount(f))
 	var excerpts strings.Builder
 	writeMatches(&b, &excerpts, "Named", f.Named)
 	writeMatches(&b, &excerpts, "With the text", f.Matches)
@@ -142,11 +142,15 @@ func textCount(f kb.Found) string {
 	return "1 passage has the text"
 }
 
-func passagesWord(n int) string {
-	if n == 1 {
-		return "passage is"
+// namedCount says how many passages are named by the text.
+func namedCount(n int) string {
+	switch n {
+	case 0:
+		return "no passage is"
+	case 1:
+		return "1 passage is"
 	}
-	return "passages are"
+	return fmt.Sprintf("%d passages are", n)
 }
 
 // writeMatches lists matches under a title, one line each: offset,

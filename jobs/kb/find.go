@@ -168,7 +168,14 @@ func places(body string, passages []Passage, text string, from int) ([]Match, in
 			mt.Passage = passages[i]
 			lead = min(lead, at-mt.Passage.Offset) // from the passage's start at most
 		}
-		mt.Excerpt = excerpt(cut.slice(at-lead, FindExcerptLen))
+		text := cut.slice(at-lead, FindExcerptLen)
+		if lead > 0 {
+			// Start at a word: drop the word cut before the place.
+			if i := strings.IndexAny(text, " \t\n"); i >= 0 && i < lead {
+				text = text[i+1:]
+			}
+		}
+		mt.Excerpt = excerpt(text)
 		out = append(out, mt)
 	}
 	return out, more

@@ -39,6 +39,7 @@ func Search(ctx context.Context, db DB, dataset, query string, limit int) ([]Hit
 		var symbols string
 		err := r.Scan(&h.ID, &h.Source, &h.Title, &h.Offset, &h.Heading, &symbols, &h.Every, &h.Passages, &h.Rank, &h.Snippet)
 		h.Symbols = strings.Fields(symbols)
+		h.Snippet = strings.Join(strings.Fields(h.Snippet), " ") // one line: a hit's text never looks like the next hit
 		return h, err
 	})
 	if err != nil {
