@@ -82,3 +82,38 @@ func TestSearchAndReadReachTheFacts(t *testing.T) {
 		}
 	}
 }
+
+// A note an agent remembers is cut into passages as it is stored: search
+// finds it by its title and its text, and find's places in it come inside
+// an untrusted block, as its reads do.
+func TestRememberedNoteIsSearchedAndFound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, setupOpts{noWork: true})
+	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "tides"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := func(name, args string) string {
+		t.Helper()
+		out, err := b.agent.RunToolForTest(ctx, root.ID, name, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	note := "# Barrages\\n\\nTidal barrages store water at high tide.\\n\\n# Lagoons\\n\\nTidal lagoons cost more than barrages."
+	got := tool("remember", `{"title": "Zyxtide notes", "text": "`+note+`"}`)
+	id := strings.TrimSuffix(strings.TrimPrefix(got, "Remembered as document "), ".")
+	for query, heading := range map[string]string{"zyxtide": "Barrages", "lagoons cost": "Lagoons"} {
+		out := tool("search", fmt.Sprintf(`{"query": %q}`, query))
+		if !strings.HasPrefix(out, "[id "+id+"] Zyxtide notes (note:") || !strings.Contains(out, ": "+heading+" (") {
+			t.Errorf("search %q: want note %s at its %s passage first:\n%s", query, id, heading, out)
+		}
+	}
+	found := tool("read", `{"id": `+id+`, "find": "Lagoons"}`)
+	if !strings.Contains(found, "[find \"Lagoons\": reading from offset ") || !strings.Contains(found, "<<<") ||
+		!strings.Contains(found, "Tidal lagoons cost more than barrages.") || strings.Contains(found, "store water") {
+		t.Errorf("find Lagoons in the note:\n%s", found)
+	}
+}
