@@ -277,7 +277,7 @@ func TestCitationsReviseOutOfBudget(t *testing.T) {
 	b := setup(t, setupOpts{model: model.script(), config: jobs.Config{JudgeOff: true}})
 	ctx := context.Background()
 	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID,
-		Topic: "How does sync.Mutex work?", MaxSteps: 10, Citations: jobs.CitationsRevise, MaxTokens: 5700})
+		Topic: "How does sync.Mutex work?", MaxSteps: 10, Citations: jobs.CitationsRevise, MaxTokens: 5950})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolSearch,
-			Description: "Search the knowledge base of this research. Returns ranked documents with id, title, source and a snippet."},
+			Description: "Search the knowledge base of this research. " + kb.HowSearchMatches +
+				" Each hit: [id N] title (source), its best passage's offset and heading (read from there), a snippet."},
 		args:  searchArgs{},
 		state: StateSearching,
 		read:  readSearch,
@@ -54,7 +55,38 @@ func readSearch(ctx context.Context, env *readEnv, raw json.RawMessage) (readRes
 	}
 	var b strings.Builder
 	for _, h := range hits {
-		fmt.Fprintf(&b, "[id %d] %s (%s)\n%s\n\n", h.ID, h.Title, h.Source, h.Snippet)
+		fmt.Fprintf(&b, "[id %d] %s (%s)\n%s\n%s\n\n", h.ID, h.Title, h.Source, hitPlace(h), h.Snippet)
 	}
 	return readResult{text: strings.TrimSpace(b.String())}, nil
+}
+
+// hitPlace is the line of a hit that says where its best passage is and
+// how the document matched.
+func hitPlace(h kb.Hit) string {
+	place := fmt.Sprintf("at offset %d", h.Offset)
+	if h.Heading != "" {
+		place += ": " + h.Heading
+	}
+	if s := namedSymbol(h); s != "" {
+		place += " [" + s + "]"
+	}
+	match := "some of the terms"
+	if h.Every {
+		match = "every term"
+	}
+	passages := "passages"
+	if h.Passages == 1 {
+		passages = "passage"
+	}
+	return fmt.Sprintf("%s (%s; %d matching %s)", place, match, h.Passages, passages)
+}
+
+// namedSymbol is the symbol a hit's heading declares when the heading
+// does not spell it (a method's Server.Shutdown for "func (*Server)
+// Shutdown"), else "".
+func namedSymbol(h kb.Hit) string {
+	if len(h.Symbols) == 0 || strings.Contains(h.Heading, h.Symbols[0]) {
+		return ""
+	}
+	return h.Symbols[0]
 }

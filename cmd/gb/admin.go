@@ -84,6 +84,17 @@ func kbCmd() *cobra.Command {
 	load := &cobra.Command{
 		Use:   "load DATASET PATH...",
 		Short: "Load documents (.md, .txt) or Go source trees into a dataset (DATABASE_URL)",
+		Long: `Load documents (.md, .txt) or Go source trees into a dataset (DATABASE_URL).
+
+Each Go package becomes one document of its whole documentation (go/doc):
+package comment, constants, variables, functions, types with their fields
+and methods, methods with their receivers, and examples. Every document is
+indexed in passages (headings, declarations, paragraphs) for search.
+
+A document whose content did not change since the last load is skipped,
+and loading a directory again removes the documents of that directory whose
+files are gone (documents loaded from other paths are kept). It prints
+"N loaded, M unchanged" (and "K removed").`,
 		Example: `  gb kb load godoc "$(go env GOROOT)/src"
   gb kb load notes ./docs`,
 		Args: args(2, -1, "a DATASET and at least one PATH"),
@@ -100,11 +111,11 @@ func kbCmd() *cobra.Command {
 				return err
 			}
 			defer pool.Close()
-			n, err := kb.Load(cmd.Context(), pool, a[0], docs)
+			stats, err := kb.Sync(cmd.Context(), pool, a[0], docs)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "loaded %s into dataset %q\n", count(n, "document"), a[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "dataset %q: %s\n", a[0], stats)
 			return nil
 		},
 	}

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"go/build"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -112,17 +112,11 @@ func runDemo(ctx context.Context, topic string, out io.Writer) error {
 }
 
 // loadGoDocs loads the package documentation of the local Go toolchain as
-// the godoc dataset, once.
+// the godoc dataset: every package is read again, and only those whose
+// documentation changed (or was cut into passages another way) are
+// written.
 func loadGoDocs(ctx context.Context, s *stack, out io.Writer) error {
-	var n int
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM gb_kb_documents WHERE dataset = $1", jobs.DefaultDataset).Scan(&n); err != nil {
-		return fmt.Errorf("error counting documents: %w", err)
-	}
-	if n > 0 {
-		fmt.Fprintf(out, "== dataset %q has %s\n", jobs.DefaultDataset, count(n, "document"))
-		return nil
-	}
-	root := runtime.GOROOT()
+	root := build.Default.GOROOT
 	if b, err := exec.CommandContext(ctx, "go", "env", "GOROOT").Output(); err == nil {
 		root = strings.TrimSpace(string(b))
 	}
@@ -132,10 +126,10 @@ func loadGoDocs(ctx context.Context, s *stack, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	loaded, err := kb.Load(ctx, s.pool, jobs.DefaultDataset, docs)
+	stats, err := kb.Sync(ctx, s.pool, jobs.DefaultDataset, docs)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "loaded %s\n", count(loaded, "document"))
+	fmt.Fprintf(out, "%s\n", stats)
 	return nil
 }

@@ -1,22 +1,26 @@
 package kb
 
 import (
+	"bytes"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/doc"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
 // FromPaths reads documents from files and directories. A directory tree is
 // walked: each Go package in it becomes one document of its package
-// documentation (extracted with go/doc), and each .md or .txt file one
-// document of its text. Test packages, testdata and vendor trees are skipped.
+// documentation (extracted with go/doc, see goDoc), and each .md or .txt
+// file one document of its text. Test packages, testdata and vendor trees
+// are skipped. The documents found under a directory have it, made
+// absolute, as their Root, so that loading the same directory again can
+// remove the documents whose files are gone (Sync).
 func FromPaths(paths []string) ([]Document, error) {
 	var docs []Document
 	for _, p := range paths {
@@ -35,6 +39,13 @@ func FromPaths(paths []string) ([]Document, error) {
 		found, err := walkDir(p)
 		if err != nil {
 			return nil, err
+		}
+		root, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("error reading %s: %w", p, err)
+		}
+		for i := range found {
+			found[i].Root = root
 		}
 		docs = append(docs, found...)
 	}
@@ -97,70 +108,58 @@ func textFile(path string) (Document, error) {
 	return Document{Source: "file:" + filepath.ToSlash(path), Title: title, Body: string(b)}, nil
 }
 
-// goPackage extracts the documentation of the Go package in dir, if any.
+// goPackage extracts the documentation of the Go package in dir, if any,
+// with the examples of its test files. It reads the files the go command
+// would build for this platform, as go doc does.
 func goPackage(root, dir string) (Document, bool, error) {
+	bp, err := build.ImportDir(dir, 0)
+	if err != nil || bp.Name == "main" {
+		return Document{}, false, nil // not a Go package, or a command
+	}
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
-	if err != nil || len(pkgs) == 0 {
-		return Document{}, false, nil // not a Go package, or one that does not parse
-	}
-	names := make([]string, 0, len(pkgs))
-	for name := range pkgs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var files []*ast.File
-	for _, f := range pkgs[names[0]].Files {
+	names := append(append([]string{}, bp.GoFiles...), bp.CgoFiles...)
+	for _, n := range append(append([]string{}, bp.TestGoFiles...), bp.XTestGoFiles...) {
+		if hasExamples(filepath.Join(dir, n)) {
+			names = append(names, n)
+		}
+	}
+	for _, n := range names {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.ParseComments)
+		if err != nil {
+			return Document{}, false, nil // a package that does not parse
+		}
 		files = append(files, f)
 	}
 	p, err := doc.NewFromFiles(fset, files, importPath(root, dir))
-	if err != nil {
+	if err != nil || strings.TrimSpace(p.Doc) == "" {
 		return Document{}, false, nil
 	}
-	if p.Name == "main" || strings.TrimSpace(p.Doc) == "" {
-		return Document{}, false, nil
-	}
-	return Document{
-		Source: "https://pkg.go.dev/" + p.ImportPath,
-		Title:  "package " + p.ImportPath,
-		Body:   packageText(p),
-	}, true, nil
+	return packageDocument(fset, p), true, nil
 }
 
+// hasExamples reports whether a test file may hold examples, so that the
+// test files without any are not parsed.
+func hasExamples(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(b, []byte("\nfunc Example"))
+}
+
+// importPath is the import path of the package in dir, found under root:
+// its path under the Go toolchain's src for a package of the standard
+// library (so net/http is net/http, whichever directory was loaded),
+// else its path under root, or its directory's name for root itself.
 func importPath(root, dir string) string {
+	if goroot := build.Default.GOROOT; goroot != "" {
+		if abs, err := filepath.Abs(dir); err == nil {
+			if rel, err := filepath.Rel(filepath.Join(goroot, "src"), abs); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+				return filepath.ToSlash(rel)
+			}
+		}
+	}
 	rel, err := filepath.Rel(root, dir)
 	if err != nil || rel == "." {
 		return filepath.Base(dir)
 	}
 	return filepath.ToSlash(rel)
-}
-
-// packageText renders a package's documentation as plain text: the package
-// comment, then each exported type, function and method with its comment.
-func packageText(p *doc.Package) string {
-	var b strings.Builder
-	pr := p.Printer()
-	b.Write(pr.Text(p.Parser().Parse(p.Doc)))
-	add := func(name, comment string) {
-		if strings.TrimSpace(comment) == "" {
-			return
-		}
-		b.WriteString("\n\n" + name + "\n\n")
-		b.Write(pr.Text(p.Parser().Parse(comment)))
-	}
-	for _, f := range p.Funcs {
-		add("func "+f.Name, f.Doc)
-	}
-	for _, t := range p.Types {
-		add("type "+t.Name, t.Doc)
-		for _, f := range t.Funcs {
-			add("func "+f.Name, f.Doc)
-		}
-		for _, m := range t.Methods {
-			add("func ("+t.Name+") "+m.Name, m.Doc)
-		}
-	}
-	return b.String()
 }

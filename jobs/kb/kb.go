@@ -2,6 +2,14 @@
 // documents in Postgres, searched with full-text search (ranked, with
 // snippets), read one at a time, and grown by the notes agents remember.
 //
+// Each document is kept in passages too (passages.go): its sections, cut
+// at headings, Go declarations and paragraph ends, each with its offset
+// in the body and its heading. Search ranks the passages and gives each
+// document hit its best passage (search.go); Find jumps to the passages
+// of a document that hold a phrase or name a symbol (find.go). Loading
+// (load.go) skips documents whose content did not change. Go packages
+// are rendered with go/doc and go/printer (godoc.go).
+//
 // It may import nothing of the project.
 package kb
 
@@ -10,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,15 +38,33 @@ type Document struct {
 	Source string `json:"source"`
 	Title  string `json:"title"`
 	Body   string `json:"body"`
+	// Root is the directory the document was found under (FromPaths),
+	// "" for a document of its own; loading a root again removes its
+	// documents that are gone.
+	Root string `json:"-"`
+	// Passages are the document's passages when its maker knows them (a
+	// Go package's declarations); when nil, Load splits the body (Split).
+	Passages []Passage `json:"-"`
 }
 
-// Hit is one search result.
+// Hit is one search result: a document and its best passage.
 type Hit struct {
-	ID      int64   `json:"id"`
-	Source  string  `json:"source"`
-	Title   string  `json:"title"`
-	Snippet string  `json:"snippet"`
-	Rank    float64 `json:"rank"`
+	ID      int64  `json:"id"`
+	Source  string `json:"source"`
+	Title   string `json:"title"`
+	Snippet string `json:"snippet"`
+	// Offset (in characters of the body) and Heading are of the best
+	// passage, the one the snippet is from: read from Offset to read it.
+	Offset  int    `json:"offset"`
+	Heading string `json:"heading"`
+	// Symbols are the names the best passage declares, if any.
+	Symbols []string `json:"symbols,omitempty"`
+	// Every is set when the document has every term of the query (in
+	// its passages together); such documents come first.
+	Every bool `json:"every"`
+	// Passages is how many of the document's passages match.
+	Passages int     `json:"passages"`
+	Rank     float64 `json:"rank"`
 }
 
 // ErrNotFound is returned by Read for a document that is not in the dataset.
@@ -113,80 +138,6 @@ func Datasets(ctx context.Context, db DB) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// Search finds the documents of a dataset that match query (web-search
-// syntax), best first. When no document has every term, it searches once
-// more, for any of the query's distinct terms (and still none of the terms
-// it excludes with -term). A query CheckQuery refuses
-// is an error matching ErrBadQuery; a query of stop words or punctuation
-// alone matches nothing.
-func Search(ctx context.Context, db DB, dataset, query string, limit int) ([]Hit, error) {
-	if err := CheckQuery(query); err != nil {
-		return nil, err
-	}
-	if limit <= 0 || limit > MaxResults {
-		limit = MaxResults
-	}
-	hits, err := search(ctx, db, dataset, query, "", limit)
-	if len(hits) > 0 || err != nil {
-		return hits, err
-	}
-	terms, excluded := anyTerms(query)
-	if len(terms) < 2 {
-		return nil, nil
-	}
-	return search(ctx, db, dataset, strings.Join(terms, " or "), strings.Join(excluded, " "), limit)
-}
-
-// anyTerms are the distinct terms of a query, for a search that matches
-// any of them, and the terms it excludes (-term), which that search still
-// excludes. Web-search syntax (quotes, the word "or") is taken out. There
-// are at most MaxQueryTerms of each.
-func anyTerms(query string) (terms, excluded []string) {
-	seen := map[string]bool{}
-	for _, f := range strings.Fields(query) {
-		t := strings.ReplaceAll(f, `"`, "")
-		key := strings.ToLower(t)
-		if strings.Trim(t, "-") == "" || key == "or" || seen[key] {
-			continue
-		}
-		seen[key] = true
-		switch {
-		case strings.HasPrefix(t, "-") && len(excluded) < MaxQueryTerms:
-			excluded = append(excluded, t)
-		case !strings.HasPrefix(t, "-") && len(terms) < MaxQueryTerms:
-			terms = append(terms, t)
-		}
-	}
-	return terms, excluded
-}
-
-// search runs one full-text query (web-search syntax) for the documents
-// that match query and none of exclude.
-func search(ctx context.Context, db DB, dataset, query, exclude string, limit int) ([]Hit, error) {
-	rows, err := db.Query(ctx, `
-		WITH q AS (SELECT websearch_to_tsquery('english', $2) && websearch_to_tsquery('english', $4) AS q)
-		SELECT d.id, d.source, d.title,
-		       ts_headline('english', left(d.body, 8000), q.q,
-		                   'MaxFragments=2, MinWords=8, MaxWords=30, StartSel="", StopSel="", FragmentDelimiter=" … "'),
-		       ts_rank_cd(d.tsv, q.q) AS rank
-		FROM gb_kb_documents d, q
-		WHERE d.dataset = $1 AND d.tsv @@ q.q
-		ORDER BY rank DESC, d.id
-		LIMIT $3`, dataset, query, limit, exclude)
-	if err != nil {
-		return nil, fmt.Errorf("error searching dataset %q: %w", dataset, err)
-	}
-	hits, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Hit, error) {
-		var h Hit
-		err := r.Scan(&h.ID, &h.Source, &h.Title, &h.Snippet, &h.Rank)
-		return h, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("error reading search results: %w", err)
-	}
-	return hits, nil
-}
-
 // Read returns one document of a dataset, its body cut to MaxReadLen.
 func Read(ctx context.Context, db DB, dataset string, id int64) (Document, error) {
 	d, _, err := ReadAt(ctx, db, dataset, id, 0)
@@ -209,42 +160,4 @@ func ReadAt(ctx context.Context, db DB, dataset string, id int64, offset int) (D
 		return d, 0, fmt.Errorf("error reading document %d: %w", id, err)
 	}
 	return d, total, nil
-}
-
-// Remember stores an agent's note in the dataset, where its siblings and
-// later searches find it. It returns the note's document id.
-func Remember(ctx context.Context, db DB, dataset string, runID int64, title, text string) (int64, error) {
-	source := fmt.Sprintf("note:run-%d:%d", runID, time.Now().UnixNano())
-	var id int64
-	err := db.QueryRow(ctx, `INSERT INTO gb_kb_documents (dataset, source, title, body, run_id)
-		VALUES ($1, $2, $3, $4, $5) RETURNING id`, dataset, source, title, text, runID).Scan(&id)
-	if err != nil {
-		return 0, fmt.Errorf("error storing note: %w", err)
-	}
-	return id, nil
-}
-
-// Load creates the dataset if needed and upserts documents by source. It
-// returns how many documents it wrote.
-func Load(ctx context.Context, db DB, dataset string, docs []Document) (int, error) {
-	if _, err := db.Exec(ctx, "INSERT INTO gb_kb_datasets (name) VALUES ($1) ON CONFLICT DO NOTHING", dataset); err != nil {
-		return 0, fmt.Errorf("error creating dataset %q (names are lowercase letters, digits, - and _): %w", dataset, err)
-	}
-	n := 0
-	for _, d := range docs {
-		body := d.Body
-		if len(body) > MaxDocBodyLen {
-			body = body[:MaxDocBodyLen]
-		}
-		body = strings.ToValidUTF8(strings.ReplaceAll(body, "\x00", ""), "")
-		_, err := db.Exec(ctx, `INSERT INTO gb_kb_documents (dataset, source, title, body)
-			VALUES ($1, $2, $3, $4)
-			ON CONFLICT (dataset, source) DO UPDATE SET title = excluded.title, body = excluded.body`,
-			dataset, d.Source, d.Title, body)
-		if err != nil {
-			return n, fmt.Errorf("error loading %s: %w", d.Source, err)
-		}
-		n++
-	}
-	return n, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,23 +13,6 @@ import (
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs/kb"
 )
-
-func TestGoDocsAreExtracted(t *testing.T) {
-	t.Parallel()
-	docs, err := kb.FromPaths([]string{filepath.Join(runtime.GOROOT(), "src", "sync")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sync *kb.Document
-	for i := range docs {
-		if docs[i].Source == "https://pkg.go.dev/sync" {
-			sync = &docs[i]
-		}
-	}
-	if sync == nil || sync.Title != "package sync" || !strings.Contains(sync.Body, "WaitGroup") {
-		t.Fatalf("package sync not extracted: %d docs", len(docs))
-	}
-}
 
 func TestSearchReadRemember(t *testing.T) {
 	t.Parallel()
@@ -104,7 +86,7 @@ func TestSearchNoMatchEndsEmpty(t *testing.T) {
 	}
 	queries := []string{
 		"zebra quantum xylophone",
-		"tidal zebra -turbines", // the fallback keeps the exclusion: tidal or zebra, without turbines
+		"tidal zebra -turbines", // tidal or zebra, without turbines
 		manyWords(kb.MaxQueryTerms),
 		"or or or or",
 	}
@@ -142,19 +124,28 @@ func BenchmarkSearchNoMatch(b *testing.B) {
 	}
 }
 
-// When no document has every term, one search for any of them finds the
-// documents that have some.
-func TestSearchFallsBackToAnyTerm(t *testing.T) {
+// A search matches any of its terms, the documents with every term first,
+// and -term leaves out the documents that have it.
+func TestSearchMatchesAnyTermEveryTermFirst(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
 	loadTides(t, pool)
 	hits, err := kb.Search(ctx, pool, "energy", `barrages "zebra" offshore`, 5)
-	if err != nil || len(hits) != 2 {
-		t.Fatalf("search: %+v, %v; want both documents", hits, err)
+	if err != nil || len(hits) != 2 || hits[0].Every || hits[1].Every {
+		t.Fatalf("search: %+v, %v; want both documents, neither with every term", hits, err)
 	}
-	if hits, err := kb.Search(ctx, pool, "energy", "turbines coast", 5); err != nil || len(hits) != 1 || hits[0].Title != "Wind power" {
-		t.Fatalf("a match of every term must not fall back: %+v, %v", hits, err)
+	hits, err = kb.Search(ctx, pool, "energy", "turbines coast", 5)
+	if err != nil || len(hits) != 2 || hits[0].Title != "Wind power" || !hits[0].Every || hits[1].Every {
+		t.Fatalf("search: %+v, %v; want Wind power (every term) then Tidal power", hits, err)
+	}
+	hits, err = kb.Search(ctx, pool, "energy", "turbines -coast", 5)
+	if err != nil || len(hits) != 1 || hits[0].Title != "Tidal power" {
+		t.Fatalf("search with -coast: %+v, %v; want Tidal power alone", hits, err)
+	}
+	hits, err = kb.Search(ctx, pool, "energy", `"tall turbines" -"high tide"`, 5)
+	if err != nil || len(hits) != 1 || hits[0].Title != "Wind power" {
+		t.Fatalf("search for a phrase: %+v, %v; want Wind power alone", hits, err)
 	}
 }
 

@@ -11,7 +11,10 @@ func TestAnyTerms(t *testing.T) {
 	cases := map[string]struct{ terms, excluded []string }{
 		"tidal power":               {[]string{"tidal", "power"}, nil},
 		"tidal or power OR tidal":   {[]string{"tidal", "power"}, nil},
-		`"tidal power" -wind Tidal`: {[]string{"tidal", "power"}, []string{"-wind"}},
+		`"tidal power" -wind Tidal`: {[]string{`"tidal power"`, "Tidal"}, []string{"-wind"}},
+		`tidal -"wind farm" "open`:  {[]string{"tidal", `"open"`}, []string{`-"wind farm"`}},
+		`a"b c" d`:                  {[]string{"a", `"b c"`, "d"}, nil},
+		`"  " "" x`:                 {[]string{"x"}, nil},
 		"a or or or b":              {[]string{"a", "b"}, nil},
 		`- -- " or`:                 {nil, nil},
 		"sync.WaitGroup Wait":       {[]string{"sync.WaitGroup", "Wait"}, nil},
