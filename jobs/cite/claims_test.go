@@ -1,6 +1,7 @@
 package cite
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -188,7 +189,7 @@ func TestStem(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	report := "A send on a channel is synchronized [1]. Buffered channels hold C values [1].\n\n## Sources\n[1] m — https://go.dev/ref/mem\n"
 	a, b := Check(report, []Document{memDoc}), Check(report, []Document{memDoc})
-	if !slices.Equal(a.Pairs, b.Pairs) || !slices.Equal(a.Claims[0].Markers, b.Claims[0].Markers) {
+	if !reflect.DeepEqual(a.Pairs, b.Pairs) || !slices.Equal(a.Claims[0].Markers, b.Claims[0].Markers) {
 		t.Fatalf("two checks differ: %+v and %+v", a.Pairs, b.Pairs)
 	}
 }
