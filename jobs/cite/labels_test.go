@@ -55,9 +55,6 @@ func loadLabelled(t *testing.T) (*labelledSet, []Document) {
 	return &set, docs
 }
 
-// flagged are the verdicts the check reports as a problem.
-func flagged(v Verdict) bool { return v == Unsupported || v == Unread }
-
 // TestLabelledSet checks each labelled pair as a one-claim report and
 // requires precision and recall of unsupported+unread of 0.9 or more.
 func TestLabelledSet(t *testing.T) {
