@@ -302,3 +302,9 @@ func missingReason(missing []item) string {
 	}
 	return "not in the passage: " + strings.Join(parts, ", ")
 }
+
+// joinedLower is a window's flat text.
+func (t *text) joinedLower(w window) string {
+	_, l := t.joined(w)
+	return l
+}

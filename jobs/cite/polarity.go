@@ -1,21 +1,22 @@
 package cite
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
 
-// negations are the words that deny what follows them in their clause.
-var negations = wordSet(`not no never none nothing neither nor non without`)
-
-
-// lightWords stand between a negation and what it denies ("does not
-// attempt to close", "not even").
-var lightWords = wordSet(`attempt attempts try tries need needs even ever necessarily actually really also yet
-	simply just be been being get gets able allowed always`)
+// negations are the words that deny their clause; "nor" and "neither"
+// continue a denial already made rather than deny it again.
+var negations = wordSet(`not no never none nothing neither nor non without cannot prevent prevents prevented
+	preventing avoid avoids avoided unable lack lacks fail fails failed`)
 
 // clauseRE cuts a text into clauses: a negation denies only within its own.
-var clauseRE = regexp.MustCompile(`[,;:.!?()—–]|\bbut\b|\bwhereas\b|\bwhile\b`)
+var clauseRE = regexp.MustCompile(`[,;:.!?—–]|\bbut\b|\bwhereas\b|\bwhile\b|\bso that\b`)
+
+// fineClauseRE also cuts at "and" and "or": the parts of a coordination
+// that give each term its own role.
+var fineClauseRE = regexp.MustCompile(`[,;:.!?()—–]|\b(?:but|whereas|while|so that|and|or)\b`)
 
 // tok is a word of a text, with its stem and its clause's index.
 type tok struct {
@@ -23,13 +24,21 @@ type tok struct {
 	clause int
 }
 
-// tokens are a text's lower-cased words in order, contractions
-// expanded ("doesn't" → "does not", "cannot" → "can not").
-func tokens(s string) []tok {
-	s = strings.ToLower(straighten(s))
-	s = strings.NewReplacer("n't", " not", "cannot", "can not", "non-", "non ").Replace(s)
+// negationPhrases are rewritten before a text is cut into words: a
+// contraction's denial made a word, phrases that deny, and "whether or
+// not", which denies nothing.
+var negationPhrases = strings.NewReplacer("n't", " not", "cannot", "can not", "non-", "non ", "whether or not", "whether",
+	"or not", "", "rather than", " not ", "instead of", " not ", "not only", "")
+
+// tokens are a text's lower-cased words in order, negations made words
+// (see negationPhrases).
+func tokens(s string) []tok { return tokensBy(s, clauseRE) }
+
+// tokensBy is tokens with clauses cut by re.
+func tokensBy(s string, re *regexp.Regexp) []tok {
+	s = negationPhrases.Replace(strings.ToLower(straighten(s)))
 	var out []tok
-	for c, clause := range clauseRE.Split(s, -1) {
+	for c, clause := range re.Split(s, -1) {
 		for _, w := range wordRE.FindAllString(clause, -1) {
 			out = append(out, tok{w: w, st: stem(w), clause: c})
 		}
@@ -37,42 +46,67 @@ func tokens(s string) []tok {
 	return out
 }
 
-// denied are the stems a text's negations deny: for each negation, the
-// first content word after it in its clause ("not only" denies nothing).
-func denied(toks []tok) map[string]bool {
-	out := map[string]bool{}
-	for i, t := range toks {
-		if !negations[t.w] || i+1 < len(toks) && toks[i+1].w == "only" {
-			continue
+// clause is one clause of a text: its content stems and how many times
+// it is denied.
+type clause struct {
+	stems  map[string]bool
+	denied int
+}
+
+// clausesOf groups tokens by clause.
+func clausesOf(toks []tok) []clause {
+	var out []clause
+	last := -1
+	for _, t := range toks {
+		if t.clause != last {
+			out = append(out, clause{stems: map[string]bool{}})
+			last = t.clause
 		}
-		for _, u := range toks[i+1:] {
-			if u.clause != t.clause {
-				break
-			}
-			if negations[u.w] || lightWords[u.w] || stopWords[u.w] || strings.HasSuffix(u.w, "ly") || !contentWord(u.w) {
+		c := &out[len(out)-1]
+		switch {
+		case negations[t.w]:
+			if (t.w == "nor" || t.w == "neither") && c.denied > 0 {
 				continue
 			}
-			out[u.st] = true
-			break
+			c.denied++
+		case contentWord(t.w):
+			c.stems[t.st] = true
 		}
 	}
 	return out
 }
 
-// negationDiffers reports whether a claim and the closest sentence of a
-// passage differ in what they deny: the sentence denies a word the claim
-// asserts, or the claim denies a word the sentence asserts and no
-// sentence of the passage denies (passage holds the passage's denials).
-func negationDiffers(claim, sent []tok, passage map[string]bool) bool {
-	inClaim, inSent := stemSet(claim), stemSet(sent)
-	dc, ds := denied(claim), denied(sent)
-	for st := range ds {
-		if inClaim[st] && !dc[st] {
-			return true
+// negationDiffers reports whether a clause of the claim is denied where
+// the passage's clauses that match it best are not, or the other way
+// round: a claim's clause of three content stems or more matches a
+// passage's when they share half its stems (two at least); of several that match equally, one that agrees is enough.
+func negationDiffers(claim []clause, passage []clause) bool {
+	for _, c := range claim {
+		if len(c.stems) < 3 {
+			continue
 		}
-	}
-	for st := range dc {
-		if inSent[st] && !ds[st] && !passage[st] {
+		need := max(2, (len(c.stems)+1)/2)
+		best, agrees, differs := 0, false, false
+		for _, p := range passage {
+			n := 0
+			for st := range c.stems {
+				if p.stems[st] {
+					n++
+				}
+			}
+			if n < need || n < best {
+				continue
+			}
+			if n > best {
+				best, agrees, differs = n, false, false
+			}
+			if p.denied%2 == c.denied%2 {
+				agrees = true
+			} else {
+				differs = true
+			}
+		}
+		if differs && !agrees {
 			return true
 		}
 	}
@@ -180,31 +214,37 @@ func closest(t *text, w window, stems []string) *sentence {
 	return best
 }
 
-// polarity says how a claim's sense differs from a window's: "" when it
-// does not, else why.
-func polarity(t *text, w window, f *claimFeatures) string {
+// sense says how a claim's sense differs from a window's, and the
+// verdict that difference gives a passage otherwise good enough to
+// support it: Contradicted for a negation that differs or terms swapped,
+// Weak for a claim whose subject the passage's closest sentence does not
+// speak of, or that says "always", "only", "every" … where the passage
+// does not. It gives "" when the senses agree.
+func sense(t *text, w window, f *claimFeatures) (Verdict, string) {
 	s := closest(t, w, f.stems)
 	if s == nil {
-		return ""
+		return "", ""
 	}
-	claim, sent := tokens(f.plain), tokens(s.text)
+	claim := tokens(f.plain)
 	switch {
-	case negationDiffers(claim, sent, windowDenials(t, w)):
-		return "the passage's negation differs from the claim's"
-	case rolesSwapped(claim, sent):
-		return "the claim swaps two of the passage's terms"
+	case negationDiffers(clausesOf(claim), windowClauses(t, w)):
+		return Contradicted, "the passage's negation differs from the claim's"
+	case rolesSwapped(claim, tokens(s.text)) || termsSwapped(f, s.text):
+		return Contradicted, "the claim swaps two of the passage's terms"
 	}
-	return ""
+	if subj, ok := subject(f); ok && !speaksOf(t, w, s, subj) {
+		return Weak, fmt.Sprintf("the passage's closest sentence does not speak of %s", subj.text)
+	}
+	if a := absoluteMissing(f.plain, t.joinedLower(w)); a != "" {
+		return Weak, fmt.Sprintf("the claim says %q where the passage does not", a)
+	}
+	return "", ""
 }
 
-// windowDenials are the stems any sentence of a window denies.
-func windowDenials(t *text, w window) map[string]bool {
-	out := map[string]bool{}
-	add := func(i int) {
-		for st := range denied(tokens(t.sentences[i].text)) {
-			out[st] = true
-		}
-	}
+// windowClauses are the clauses of a window's sentences and its head.
+func windowClauses(t *text, w window) []clause {
+	var out []clause
+	add := func(i int) { out = append(out, clausesOf(tokens(t.sentences[i].text))...) }
 	for i := w.start; i < w.end; i++ {
 		add(i)
 	}
@@ -212,4 +252,138 @@ func windowDenials(t *text, w window) map[string]bool {
 		add(w.head)
 	}
 	return out
+}
+
+// subject is a claim's first exported identifier, if any: what the claim
+// speaks of.
+func subject(f *claimFeatures) (item, bool) {
+	for _, it := range f.items {
+		if it.kind == itemCode && it.ident && hasUpper(lastPart(it.text)) {
+			return it, true
+		}
+	}
+	return item{}, false
+}
+
+func lastPart(id string) string { return id[strings.LastIndexByte(id, '.')+1:] }
+
+// speaksOf reports whether a window's closest sentence, or the definition
+// heading it, names the subject.
+func speaksOf(t *text, w window, s *sentence, subj item) bool {
+	if s.has(subj, t.pkgs, nil) || w.head >= 0 && t.sentences[w.head].has(subj, t.pkgs, nil) {
+		return true
+	}
+	return hasWord(s.text, lastPart(subj.text)) || w.head >= 0 && hasWord(t.sentences[w.head].text, lastPart(subj.text))
+}
+
+// absolutes are the words that make a claim absolute, in classes of
+// words that say the same.
+var absolutes = [][]string{{"always", "every time", "whenever", "invariably"}, {"only", "solely", "exclusively", "just", "sole"},
+	{"every", "all", "each", "any"}, {"guaranteed", "guarantees", "guarantee", "guarantees"},
+	{"entirely", "completely", "fully", "wholly"}, {"exactly", "precisely"}}
+
+// absoluteMissing is an absolute word of the claim whose class has no
+// word in the passage, or "".
+func absoluteMissing(claim, passage string) string {
+	lc := strings.ToLower(claim)
+	for _, class := range absolutes {
+		if !hasWord(lc, class[0]) && (class[0] != "every" || !hasWord(lc, "every")) {
+			continue
+		}
+		found := false
+		for _, w := range class {
+			if hasWord(passage, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return class[0]
+		}
+	}
+	return ""
+}
+
+// termsSwapped reports whether two terms of a claim (its identifiers and
+// names) stand each where the other stands in the passage's sentence: the
+// words of one's part of the claim are the words of the other's part of
+// the sentence, and not of its own; or, with "respectively", whether
+// they come in the other order.
+func termsSwapped(f *claimFeatures, sent string) bool {
+	var terms []string
+	for _, it := range f.items {
+		if it.kind == itemCode && it.ident || it.kind == itemName {
+			terms = append(terms, strings.ToLower(lastPart(it.text)))
+		}
+	}
+	ct, st := tokensBy(f.plain, fineClauseRE), tokensBy(sent, fineClauseRE)
+	isTerm := map[string]bool{}
+	for _, term := range terms {
+		isTerm[stem(term)] = true
+	}
+	respectively := strings.Contains(strings.ToLower(f.plain+" "+sent), "respectively")
+	for i, a := range terms {
+		for _, b := range terms[i+1:] {
+			ca, cb, sa, sb := at(ct, a), at(ct, b), at(st, a), at(st, b)
+			if ca < 0 || cb < 0 || sa < 0 || sb < 0 || a == b {
+				continue
+			}
+			if respectively && (ca < cb) != (sa < sb) {
+				return true
+			}
+			if crossed(termPart(ct, ca, isTerm), termPart(ct, cb, isTerm), termPart(st, sa, isTerm), termPart(st, sb, isTerm)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// at is the index of a term's first token, or -1.
+func at(toks []tok, term string) int {
+	for i, t := range toks {
+		if t.w == term {
+			return i
+		}
+	}
+	return -1
+}
+
+// termPart is the content stems of the clause of toks[i], terms left out.
+func termPart(toks []tok, i int, isTerm map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range toks {
+		if t.clause == toks[i].clause && contentWord(t.w) && !isTerm[t.st] {
+			out[t.st] = true
+		}
+	}
+	return out
+}
+
+// crossed reports whether the claim's parts of two terms (ca, cb) match
+// the sentence's parts of the other term (sb, sa) and not their own.
+func crossed(ca, cb, sa, sb map[string]bool) bool {
+	own := overlap(minus(ca, cb), minus(sa, sb)) + overlap(minus(cb, ca), minus(sb, sa))
+	cross := overlap(minus(ca, cb), minus(sb, sa)) + overlap(minus(cb, ca), minus(sa, sb))
+	return own == 0 && cross >= 2 && overlap(minus(ca, cb), minus(sb, sa)) > 0 && overlap(minus(cb, ca), minus(sa, sb)) > 0
+}
+
+func minus(a, b map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		if !b[k] {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+func overlap(a, b map[string]bool) int {
+	n := 0
+	for k := range a {
+		if b[k] {
+			n++
+		}
+	}
+	return n
 }

@@ -83,15 +83,15 @@ func (ch *Checker) judge(p *Pair, byN map[int]Entry, f *claimFeatures) {
 		p.Verdict, p.Reason = Unsupported, missingReason(best.missing)
 	case best.score >= opt.SupportedAt:
 		p.Verdict = Supported
-		if why := polarity(t, best, f); why != "" {
-			p.Verdict, p.Reason = Contradicted, why
+		if v, why := sense(t, best, f); v != "" {
+			p.Verdict, p.Reason = v, why
 			if alt, ok := consistent(t, ws[1:], f, max(opt.SupportedAt, best.score-alternativeMargin)); ok {
 				best, p.Verdict, p.Reason, p.Score = alt, Supported, "", alt.score
 			}
 		}
 	case best.score >= opt.WeakAt:
 		p.Verdict, p.Reason = Weak, fmt.Sprintf("only %.0f%% of the claim's words are in the passage", best.score*100)
-		if why := polarity(t, best, f); why != "" {
+		if v, why := sense(t, best, f); v != "" {
 			p.Reason = why
 		}
 	default:
@@ -108,7 +108,7 @@ func consistent(t *text, ws []window, f *claimFeatures, at float64) (window, boo
 		if i == maxAlternatives || len(w.missing) > 0 || w.score < at {
 			break
 		}
-		if polarity(t, w, f) == "" {
+		if v, _ := sense(t, w, f); v == "" {
 			return w, true
 		}
 	}
