@@ -8,11 +8,13 @@ import (
 
 // negations are the words that deny their clause; "nor" and "neither"
 // continue a denial already made rather than deny it again.
-var negations = wordSet(`not no never none nothing neither nor non without cannot prevent prevents prevented
+var negations = wordSet(`not no never none nothing neither nor without cannot prevent prevents prevented
 	preventing avoid avoids avoided unable lack lacks fail fails failed`)
 
 // clauseRE cuts a text into clauses: a negation denies only within its own.
-var clauseRE = regexp.MustCompile(`[,;:.!?—–]|\bbut\b|\bwhereas\b|\bwhile\b|\bso that\b`)
+// Subordinate clauses stand apart, so that "a program that has not called
+// Notify exits when it writes" denies only the calling.
+var clauseRE = regexp.MustCompile(`[,;:.!?—–]|\b(?:but|whereas|while|so that|when|whenever|if|unless|because|since|although|though)\b`)
 
 // fineClauseRE also cuts at "and" and "or": the parts of a coordination
 // that give each term its own role.
@@ -25,10 +27,12 @@ type tok struct {
 }
 
 // negationPhrases are rewritten before a text is cut into words: a
-// contraction's denial made a word, phrases that deny, and "whether or
-// not", which denies nothing.
-var negationPhrases = strings.NewReplacer("n't", " not", "cannot", "can not", "non-", "non ", "whether or not", "whether",
-	"or not", "", "rather than", " not ", "instead of", " not ", "not only", "")
+// contraction's denial made a word; "rather than" and "instead of" deny
+// what follows them in a clause of its own, and so does "to prevent";
+// "non-nil" is one word, not a denial; "whether or not" and "not only"
+// deny nothing.
+var negationPhrases = strings.NewReplacer("n't", " not", "cannot", "can not", "non-", "non", "whether or not", "whether",
+	"or not", "", "rather than", "; not ", "instead of", "; not ", "to prevent", "; prevent", "to avoid", "; avoid", "not only", "")
 
 // tokens are a text's lower-cased words in order, negations made words
 // (see negationPhrases).
@@ -241,15 +245,12 @@ func sense(t *text, w window, f *claimFeatures) (Verdict, string) {
 	return "", ""
 }
 
-// windowClauses are the clauses of a window's sentences and its head.
+// windowClauses are the clauses of a window's sentences (its head, a
+// declaration, denies nothing).
 func windowClauses(t *text, w window) []clause {
 	var out []clause
-	add := func(i int) { out = append(out, clausesOf(tokens(t.sentences[i].text))...) }
 	for i := w.start; i < w.end; i++ {
-		add(i)
-	}
-	if w.head >= 0 {
-		add(w.head)
+		out = append(out, clausesOf(tokens(t.sentences[i].text))...)
 	}
 	return out
 }
