@@ -200,9 +200,10 @@ func ranked(t *text, f *claimFeatures, w int, known map[string]bool) []window {
 			hasStem[i][k] = s.stems[st]
 		}
 	}
+	weights := t.weights(f.stems)
 	ws := windows(t, w)
 	for i := range ws {
-		scoreWindow(t, &ws[i], req, len(f.stems), hasReq, hasStem, known)
+		scoreWindow(t, &ws[i], req, weights, hasReq, hasStem, known)
 	}
 	sort.SliceStable(ws, func(i, j int) bool {
 		a, b := ws[i], ws[j]
@@ -220,8 +221,36 @@ func ranked(t *text, f *claimFeatures, w int, known map[string]bool) []window {
 	return ws
 }
 
-// scoreWindow finds what a window misses and the share of stems it holds.
-func scoreWindow(t *text, w *window, req []item, nStems int, hasReq, hasStem [][]bool, known map[string]bool) {
+// weights are the weights of a claim's stems in a text: a stem that few
+// of its sentences hold weighs more than one most hold (1 + ln(n/(1+df))),
+// and a stem no sentence holds (a word of the claim's own) weighs as the
+// claim's other stems do on average.
+func (t *text) weights(stems []string) []float64 {
+	n := float64(len(t.sentences))
+	out := make([]float64, len(stems))
+	sum, known := 0.0, 0
+	for k, st := range stems {
+		if df := t.df[st]; df > 0 {
+			out[k] = max(0.5, 1+math.Log(n/float64(1+df)))
+			sum += out[k]
+			known++
+		}
+	}
+	mean := 1.0
+	if known > 0 {
+		mean = sum / float64(known)
+	}
+	for k, st := range stems {
+		if t.df[st] == 0 {
+			out[k] = mean
+		}
+	}
+	return out
+}
+
+// scoreWindow finds what a window misses and the weighted share of stems
+// it holds.
+func scoreWindow(t *text, w *window, req []item, weights []float64, hasReq, hasStem [][]bool, known map[string]bool) {
 	rows := func(k int, m [][]bool) bool {
 		if w.head >= 0 && m[w.head][k] {
 			return true
@@ -250,15 +279,16 @@ func scoreWindow(t *text, w *window, req []item, nStems int, hasReq, hasStem [][
 		}
 		w.missing = append(w.missing, it)
 	}
-	found := 0
-	for k := 0; k < nStems; k++ {
+	found, all := 0.0, 0.0
+	for k, wt := range weights {
+		all += wt
 		if rows(k, hasStem) {
-			found++
+			found += wt
 		}
 	}
 	w.score = 1
-	if nStems > 0 {
-		w.score = math.Round(float64(found)/float64(nStems)*1000) / 1000
+	if all > 0 {
+		w.score = math.Round(found/all*1000) / 1000
 	}
 	w.size = t.chars(w.start, w.end)
 }

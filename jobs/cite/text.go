@@ -137,6 +137,8 @@ type text struct {
 	// subject is the document's title and opening sentences: a name
 	// found there holds for the whole document.
 	subject sentence
+	// df counts, for each stem, the sentences that hold it.
+	df map[string]int
 	// pkgs are the lower-cased names of the packages the document is
 	// about, as its title and references name them.
 	pkgs map[string]bool
@@ -146,7 +148,7 @@ type text struct {
 // blank one, their wrapping and markup undone) and sentences; title is
 // the document's title and refs its references.
 func prepare(title string, refs []string, body string, window int) *text {
-	t := &text{pkgs: packagesOf(title, refs, body)}
+	t := &text{pkgs: packagesOf(title, refs, body), df: map[string]int{}}
 	head := -1
 	for _, b := range paragraphs(body) {
 		first := len(t.sentences)
@@ -163,6 +165,11 @@ func prepare(title string, refs []string, body string, window int) *text {
 		}
 		if len(t.sentences) > first {
 			t.blocks = append(t.blocks, [2]int{first, len(t.sentences)})
+		}
+	}
+	for i := range t.sentences {
+		for st := range t.sentences[i].stems {
+			t.df[st]++
 		}
 	}
 	opening := []string{title}
