@@ -16,11 +16,16 @@ var (
 		`\b(?:says?|said|mentions?|documents?)\s+nothing\b|\bmakes? no (?:mention|claim|statement)\b|\b(?:is|are) silent\b|` +
 		`\bundocumented\b|\bnowhere (?:in|does)\b|\bthere is no (?:mention|documentation|statement|description)\b|` +
 		`\b(?:none|neither) of (?:the|these|its) (?:sources|documents|docs|pages)\b`)
+	// noneGivenRE is a document said to give none of something: "the docs
+	// give no default", "the guide offers no way", "nothing in the docs
+	// mentions" (a claim of absence when it speaks of a document).
+	noneGivenRE = regexp.MustCompile(`(?i)\b(?:gives?|offers?|states?|provides?|lists?|documents?|mentions?|specif(?:y|ies)|names?|shows?|has|have|contains?|includes?)\s+no\b|` +
+		`\bnothing in\b|\bno (?:mention|word|statement|documentation)\b`)
 	// weakAbsenceRE is a denial that is a claim of absence only when the
 	// claim speaks of a document ("the docs do not specify").
 	weakAbsenceRE = regexp.MustCompile(`(?i)\b(?:does|do|did)(?:n't| not)\s+(?:\w+\s+)?(?:specify|state|say|cover|discuss|list|define|explain|address)\b|` +
 		`\b(?:is|are|was|were)(?:n't| not)\s+(?:\w+\s+)?(?:specified|stated|covered|discussed|listed|defined|explained|addressed)\b`)
-	docNounRE = regexp.MustCompile(`(?i)\b(?:documentation|docs?|doc comments?|godoc|package docs?|page|pages|source|sources|text|spec|specification|manual|reference|section|article)\b`)
+	docNounRE = regexp.MustCompile(`(?i)\b(?:documentation|docs?|doc comments?|godoc|package docs?|page|pages|source|sources|text|spec|specification|manual|reference|section|article|guide|chapter)\b`)
 )
 
 // kind classifies a claim: Inference when its writer marks it as their
@@ -30,7 +35,7 @@ func kind(claim string) Verdict {
 	switch {
 	case inferenceRE.MatchString(claim):
 		return Inference
-	case absenceRE.MatchString(claim), weakAbsenceRE.MatchString(claim) && docNounRE.MatchString(claim):
+	case absenceRE.MatchString(claim), (weakAbsenceRE.MatchString(claim) || noneGivenRE.MatchString(claim)) && docNounRE.MatchString(claim):
 		return Absence
 	}
 	return ""

@@ -37,8 +37,8 @@ type number struct {
 }
 
 // numbersOf finds the numbers of a text, in digits and in words; with
-// words false, "one" and "a" alone are not numbers (a claim's "one of
-// them" is a pronoun, not a count).
+// words false, "one" alone is no number unless a time unit follows it
+// (a claim's "one of them" is a pronoun, not a count).
 func numbersOf(s string, words bool) []number {
 	var out []number
 	for _, m := range digitsRE.FindAllStringSubmatch(s, -1) {
@@ -55,7 +55,10 @@ func numbersOf(s string, words bool) []number {
 		if i+n < len(toks) {
 			unit = toks[i+n]
 		}
-		if words || n > 1 || toks[i] != "one" {
+		if unit == "a" && i+n+1 < len(toks) && unitRE.MatchString(toks[i+n+1]) { // "half a second"
+			unit = toks[i+n+1]
+		}
+		if words || n > 1 || toks[i] != "one" || unitRE.MatchString(unit) {
 			out = append(out, withUnit(v, unit))
 		}
 		i += n

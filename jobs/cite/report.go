@@ -81,7 +81,8 @@ func parse(report string) ([]block, []Entry) {
 		}
 		trimmed := strings.TrimSpace(line)
 		switch {
-		case headingRE.MatchString(trimmed), trimmed == "" || ruleRE.MatchString(line) || tableSepRE.MatchString(line) || isLabel(trimmed):
+		case headingRE.MatchString(trimmed), trimmed == "" || ruleRE.MatchString(line) || tableSepRE.MatchString(line),
+			cur.start < 0 && isLabel(trimmed) && breakFollows(report, off):
 			flush()
 		case listRE.MatchString(line) || strings.HasPrefix(trimmed, "|"):
 			flush()
@@ -96,7 +97,18 @@ func parse(report string) ([]block, []Entry) {
 	return blocks, src.entries
 }
 
-// isLabel reports whether a line is a label rather than prose: wholly
+// breakFollows reports whether the line at off ends a paragraph's run:
+// there is none, or it is blank, a list item or a heading.
+func breakFollows(report string, off int) bool {
+	if off >= len(report) {
+		return true
+	}
+	next, _, _ := strings.Cut(report[off:], "\n")
+	return strings.TrimSpace(next) == "" || listRE.MatchString(next) || headingRE.MatchString(strings.TrimSpace(next))
+}
+
+// isLabel reports whether a line that stands alone (a paragraph's first
+// line that a break follows) is a label rather than prose: wholly
 // emphasised, or short and ending with ':'.
 func isLabel(line string) bool {
 	if emphLabelRE.MatchString(line) && !markerRE.MatchString(line) {
