@@ -21,6 +21,8 @@ var (
 	receiverRE = regexp.MustCompile(`\(\s*(?:\w+\s+)?\*?\s*(\w+)\s*\)\s*\.?\s*(\w+)`)
 	// identRE is an identifier, maybe qualified: "a.B.C".
 	identRE = regexp.MustCompile(`[\p{L}_][\p{L}\p{N}_]*(?:\.[\p{L}_][\p{L}\p{N}_]*)*`)
+	// wordsOnlyRE is a code span of words and options only.
+	wordsOnlyRE = regexp.MustCompile(`^[\p{L}\p{N}_\s-]+$`)
 )
 
 // stripMarkup removes a claim's markers and Markdown emphasis and links,
@@ -123,8 +125,8 @@ func quotations(text string) []string {
 }
 
 // codeItems are what a code span requires: each identifier in it that is
-// qualified or exported (receivers as Go writes them folded to "T.M"),
-// or, when it has none, the span itself.
+// qualified or exported (receivers as Go writes them folded to "T.M");
+// when it has none, the words of a command, or else the span itself.
 func codeItems(span string) []item {
 	span = receiverRE.ReplaceAllString(span, "$1.$2")
 	var out []item
@@ -133,10 +135,19 @@ func codeItems(span string) []item {
 			out = append(out, item{kind: itemCode, text: id, ident: true})
 		}
 	}
-	if len(out) == 0 {
-		out = append(out, item{kind: itemCode, text: collapse(span)})
+	if len(out) > 0 {
+		return out
 	}
-	return out
+	if words := strings.Fields(span); len(words) > 1 && wordsOnlyRE.MatchString(span) {
+		// A command ("shopt -s globstar"): its words are names.
+		for _, w := range words {
+			if utf8.RuneCountInString(w) >= 3 && !stopWords[strings.ToLower(w)] {
+				out = append(out, item{kind: itemName, text: strings.ToLower(w)})
+			}
+		}
+		return out
+	}
+	return append(out, item{kind: itemCode, text: collapse(span)})
 }
 
 func hasUpper(s string) bool {

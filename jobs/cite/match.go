@@ -15,8 +15,10 @@ const (
 	maxPassage = 1000
 	// maxPassages is how many passages a pair keeps for a judge.
 	maxPassages = 3
-	// maxBlockWindow bounds a window of whole paragraphs, in characters.
+	// maxBlockWindow bounds a window of whole paragraphs, in characters,
+	// and maxBlocks its number of paragraphs.
 	maxBlockWindow = 1200
+	maxBlocks      = 3
 )
 
 // sentence is one sentence of a document, prepared for the test.
@@ -119,7 +121,7 @@ type window struct {
 }
 
 // windows lists a text's passages: every run of up to w sentences, every
-// paragraph and every two adjacent paragraphs that fit maxBlockWindow;
+// run of up to maxBlocks paragraphs that fits maxBlockWindow;
 // each with the definition that heads its first sentence.
 func windows(t *text, w int) []window {
 	n := len(t.sentences)
@@ -135,7 +137,7 @@ func windows(t *text, w int) []window {
 		add(s, min(s+w, n))
 	}
 	for b := range t.blocks {
-		for k := b; k < len(t.blocks) && k <= b+1; k++ {
+		for k := b; k < len(t.blocks) && k <= b+maxBlocks-1; k++ {
 			s, e := t.blocks[b][0], t.blocks[k][1]
 			if e-s > w && t.chars(s, e) <= maxBlockWindow {
 				add(s, e)
@@ -187,13 +189,17 @@ func (t *text) passage(w window) string {
 func ranked(t *text, f *claimFeatures, w int, known map[string]bool) []window {
 	req := f.required()
 	n := len(t.sentences)
+	anywhere := make([]bool, len(req))
+	for k, it := range req {
+		anywhere[k] = t.holdsAnywhere(it)
+	}
 	hasReq := make([][]bool, n)
 	hasStem := make([][]bool, n)
 	for i := range t.sentences {
 		s := &t.sentences[i]
 		hasReq[i] = make([]bool, len(req))
 		for k, it := range req {
-			hasReq[i][k] = s.has(it, t.pkgs, known) || it.kind == itemName && t.subject.has(it, t.pkgs, known)
+			hasReq[i][k] = s.has(it, t.pkgs, known) || anywhere[k]
 		}
 		hasStem[i] = make([]bool, len(f.stems))
 		for k, st := range f.stems {
@@ -219,6 +225,19 @@ func ranked(t *text, f *claimFeatures, w int, known map[string]bool) []window {
 		return a.start < b.start
 	})
 	return ws
+}
+
+// holdsAnywhere reports whether an item holds for every passage of a
+// text: a name the document has anywhere, a code span that names the
+// package the document is about or that its subject holds.
+func (t *text) holdsAnywhere(it item) bool {
+	switch {
+	case it.kind == itemName:
+		return hasWord(t.flat, it.text)
+	case it.kind == itemCode && !it.ident:
+		return t.pkgs[strings.ToLower(it.text)] || strings.Contains(t.subject.text, it.text)
+	}
+	return false
 }
 
 // weights are the weights of a claim's stems in a text: a stem that few

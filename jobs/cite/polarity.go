@@ -57,7 +57,18 @@ type clause struct {
 	denied int
 }
 
-// clausesOf groups tokens by clause.
+// antonyms map a word to the word it denies: a clause that says
+// "disabled" says "not enabled".
+var antonyms = map[string]string{"disabled": "enabled", "disable": "enable", "disables": "enables",
+	"unbuffered": "buffered", "asynchronous": "synchronous", "asynchronously": "synchronously", "lower": "higher",
+	"unexported": "exported", "unsafe": "safe", "invalid": "valid", "optional": "required", "minimum": "maximum",
+	"decrease": "increase", "decreases": "increases", "smaller": "larger", "background": "foreground",
+	"disallow": "allow", "disallows": "allows", "disallowed": "allowed", "nonblocking": "blocking",
+	"exclude": "include", "excludes": "includes", "excluded": "included", "false": "true", "failure": "success",
+	"outgoing": "incoming", "immutable": "mutable", "inactive": "active", "unsupported": "supported"}
+
+// clausesOf groups tokens by clause, an antonym counted as a denial of
+// the word it denies.
 func clausesOf(toks []tok) []clause {
 	var out []clause
 	last := -1
@@ -67,11 +78,15 @@ func clausesOf(toks []tok) []clause {
 			last = t.clause
 		}
 		c := &out[len(out)-1]
+		pos, anti := antonyms[t.w]
 		switch {
 		case negations[t.w]:
 			if (t.w == "nor" || t.w == "neither") && c.denied > 0 {
 				continue
 			}
+			c.denied++
+		case anti:
+			c.stems[stem(pos)] = true
 			c.denied++
 		case contentWord(t.w):
 			c.stems[t.st] = true
@@ -127,11 +142,15 @@ func stemSet(toks []tok) map[string]bool {
 	return out
 }
 
-// contentSeq is the sequence of a text's content stems.
-func contentSeq(toks []tok) []string {
+// termSeq is the sequence of a text's content stems and of the claim's
+// code terms (which may be single letters: "package p imports q").
+func termSeq(toks []tok, terms map[string]bool) []string {
 	var out []string
 	for _, t := range toks {
-		if contentWord(t.w) {
+		switch {
+		case terms[t.w]:
+			out = append(out, t.w)
+		case contentWord(t.w):
 			out = append(out, t.st)
 		}
 	}
@@ -143,8 +162,14 @@ func contentSeq(toks []tok) []string {
 // receive ... the k+Cth send"): the two share most of their words, the
 // claim's words are not in the sentence's order, and they are once two
 // of them, not neighbours, change places.
-func rolesSwapped(claim, sent []tok) bool {
-	cs, ss := contentSeq(claim), contentSeq(sent)
+func rolesSwapped(claim, sent []tok, f *claimFeatures) bool {
+	terms := map[string]bool{}
+	for _, it := range f.items {
+		if it.kind == itemCode {
+			terms[strings.ToLower(it.text)] = true
+		}
+	}
+	cs, ss := termSeq(claim, terms), termSeq(sent, terms)
 	inClaim, inSent := stemSet(claim), stemSet(sent)
 	shared := 0
 	for st := range inClaim {
@@ -156,11 +181,9 @@ func rolesSwapped(claim, sent []tok) bool {
 		return false
 	}
 	var seq []string
-	count := map[string]int{}
 	for _, st := range cs {
-		if inSent[st] {
+		if inSent[st] || terms[st] {
 			seq = append(seq, st)
-			count[st]++
 		}
 	}
 	if subsequence(seq, ss) {
@@ -168,7 +191,7 @@ func rolesSwapped(claim, sent []tok) bool {
 	}
 	for i := range seq {
 		for j := i + 2; j < len(seq); j++ {
-			if seq[i] == seq[j] || count[seq[i]] > 1 || count[seq[j]] > 1 {
+			if seq[i] == seq[j] {
 				continue
 			}
 			seq[i], seq[j] = seq[j], seq[i]
@@ -193,11 +216,10 @@ func subsequence(a, b []string) bool {
 	return k == len(a)
 }
 
-// closest is the sentence of a window (its head included) that shares
-// the most content stems with a claim.
-func closest(t *text, w window, stems []string) *sentence {
-	var best *sentence
-	bestN := -1
+// closest is the index of the sentence of a window (its head included)
+// that shares the most content stems with a claim, or -1.
+func closest(t *text, w window, stems []string) int {
+	best, bestN := -1, -1
 	try := func(i int) {
 		n := 0
 		for _, st := range stems {
@@ -206,7 +228,7 @@ func closest(t *text, w window, stems []string) *sentence {
 			}
 		}
 		if n > bestN {
-			best, bestN = &t.sentences[i], n
+			best, bestN = i, n
 		}
 	}
 	for i := w.start; i < w.end; i++ {
@@ -225,18 +247,21 @@ func closest(t *text, w window, stems []string) *sentence {
 // speak of, or that says "always", "only", "every" … where the passage
 // does not. It gives "" when the senses agree.
 func sense(t *text, w window, f *claimFeatures) (Verdict, string) {
-	s := closest(t, w, f.stems)
-	if s == nil {
+	ci := closest(t, w, f.stems)
+	if ci < 0 {
 		return "", ""
 	}
+	s := &t.sentences[ci]
 	claim := tokens(f.plain)
 	switch {
 	case negationDiffers(clausesOf(claim), windowClauses(t, w)):
 		return Contradicted, "the passage's negation differs from the claim's"
-	case rolesSwapped(claim, tokens(s.text)) || termsSwapped(f, s.text):
+	case deniesAsserted(claim, t, w):
+		return Contradicted, "the passage denies what the claim asserts"
+	case rolesSwapped(claim, tokens(s.text), f) || termsSwapped(f, s.text):
 		return Contradicted, "the claim swaps two of the passage's terms"
 	}
-	if subj, ok := subject(f); ok && !speaksOf(t, w, s, subj) {
+	if subj, ok := subject(f); ok && !speaksOf(t, ci, subj) {
 		return Weak, fmt.Sprintf("the passage's closest sentence does not speak of %s", subj.text)
 	}
 	if a := absoluteMissing(f.plain, t.joinedLower(w)); a != "" {
@@ -268,19 +293,21 @@ func subject(f *claimFeatures) (item, bool) {
 
 func lastPart(id string) string { return id[strings.LastIndexByte(id, '.')+1:] }
 
-// speaksOf reports whether a window's closest sentence, or the definition
-// heading it, names the subject.
-func speaksOf(t *text, w window, s *sentence, subj item) bool {
-	if s.has(subj, t.pkgs, nil) || w.head >= 0 && t.sentences[w.head].has(subj, t.pkgs, nil) {
-		return true
+// speaksOf reports whether a sentence, or the definition that heads it,
+// names the subject.
+func speaksOf(t *text, i int, subj item) bool {
+	for _, k := range []int{i, t.heads[i]} {
+		if k >= 0 && (t.sentences[k].has(subj, t.pkgs, nil) || hasWord(t.sentences[k].text, lastPart(subj.text))) {
+			return true
+		}
 	}
-	return hasWord(s.text, lastPart(subj.text)) || w.head >= 0 && hasWord(t.sentences[w.head].text, lastPart(subj.text))
+	return false
 }
 
 // absolutes are the words that make a claim absolute, in classes of
 // words that say the same.
 var absolutes = [][]string{{"always", "every time", "whenever", "invariably"}, {"only", "solely", "exclusively", "just", "sole"},
-	{"every", "all", "each", "any"}, {"guaranteed", "guarantees", "guarantee", "guarantees"},
+	{"every", "all", "each"}, {"guaranteed", "guarantees", "guarantee", "guarantees"},
 	{"entirely", "completely", "fully", "wholly"}, {"exactly", "precisely"}}
 
 // absoluteMissing is an absolute word of the claim whose class has no
@@ -388,3 +415,65 @@ func overlap(a, b map[string]bool) int {
 	}
 	return n
 }
+
+// deniesAsserted reports whether a window denies a word the claim
+// asserts and says nowhere without denial: the first content word after
+// a negation of the window ("not for the execution") that the claim
+// states undenied, and that no undenied clause of the window holds.
+func deniesAsserted(claim []tok, t *text, w window) bool {
+	inClaim := map[string]bool{}
+	for _, c := range clausesOf(claim) {
+		if c.denied%2 == 0 {
+			for st := range c.stems {
+				inClaim[st] = true
+			}
+		}
+	}
+	deniedHere, plain := map[string]bool{}, map[string]bool{}
+	for i := w.start; i < w.end; i++ {
+		toks := tokens(t.sentences[i].text)
+		for st := range firstDenied(toks) {
+			deniedHere[st] = true
+		}
+		for _, c := range clausesOf(toks) {
+			if c.denied == 0 {
+				for st := range c.stems {
+					plain[st] = true
+				}
+			}
+		}
+	}
+	for st := range deniedHere {
+		if inClaim[st] && !plain[st] {
+			return true
+		}
+	}
+	return false
+}
+
+// firstDenied are the first content stems after each negation of a text,
+// within its clause ("does not attempt to close" denies "close").
+func firstDenied(toks []tok) map[string]bool {
+	out := map[string]bool{}
+	for i, t := range toks {
+		if !negations[t.w] {
+			continue
+		}
+		for _, u := range toks[i+1:] {
+			if u.clause != t.clause {
+				break
+			}
+			if negations[u.w] || lightWords[u.w] || strings.HasSuffix(u.w, "ly") || !contentWord(u.w) {
+				continue
+			}
+			out[u.st] = true
+			break
+		}
+	}
+	return out
+}
+
+// lightWords stand between a negation and what it denies ("does not
+// attempt to close", "not even").
+var lightWords = wordSet(`attempt attempts try tries need needs even ever necessarily actually really also yet
+	simply just be been being get gets able allowed always used`)

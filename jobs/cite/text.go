@@ -137,6 +137,8 @@ type text struct {
 	// subject is the document's title and opening sentences: a name
 	// found there holds for the whole document.
 	subject sentence
+	// flat is the whole text in the form flat gives.
+	flat string
 	// df counts, for each stem, the sentences that hold it.
 	df map[string]int
 	// pkgs are the lower-cased names of the packages the document is
@@ -148,7 +150,7 @@ type text struct {
 // blank one, their wrapping and markup undone) and sentences; title is
 // the document's title and refs its references.
 func prepare(title string, refs []string, body string, window int) *text {
-	t := &text{pkgs: packagesOf(title, refs, body), df: map[string]int{}}
+	t := &text{pkgs: packagesOf(title, refs, body), df: map[string]int{}, flat: flat(title + " " + body)}
 	head := -1
 	for _, b := range paragraphs(body) {
 		first := len(t.sentences)
@@ -156,7 +158,7 @@ func prepare(title string, refs []string, body string, window int) *text {
 			for _, sp := range sentences(s, false) {
 				if st := strings.TrimSpace(s[sp[0]:sp[1]]); st != "" {
 					t.sentences = append(t.sentences, newSentence(st, len(t.blocks)))
-					if i == 0 && definition(b) {
+					if i == 0 && len(b) > 1 {
 						head = len(t.sentences) - 1
 					}
 					t.heads = append(t.heads, head)
@@ -185,27 +187,29 @@ func prepare(title string, refs []string, body string, window int) *text {
 // joined with spaces.
 func paragraphs(body string) [][]string {
 	var out [][]string
-	var cur []string
 	var lines []string
 	flush := func() {
-		if len(lines) > 0 {
-			cur = append(cur, strings.Join(lines, " "))
+		if len(lines) == 0 {
+			return
 		}
-		if len(cur) > 0 {
-			out = append(out, cur)
+		next := ""
+		if len(lines) > 1 {
+			next = lines[1]
 		}
-		cur, lines = nil, nil
+		if standsAlone(lines[0], next) {
+			out = append(out, []string{lines[0], strings.Join(lines[1:], " ")})
+		} else {
+			out = append(out, []string{strings.Join(lines, " ")})
+		}
+		lines = nil
 	}
 	for _, raw := range strings.Split(body, "\n") {
 		line := strings.TrimSpace(lineArtefactRE.ReplaceAllString(raw, ""))
-		switch {
-		case line == "":
+		if line == "" {
 			flush()
-		case len(cur) == 0 && len(lines) == 0 && standsAlone(line):
-			cur = append(cur, line)
-		default:
-			lines = append(lines, line)
+			continue
 		}
+		lines = append(lines, line)
 	}
 	flush()
 	return out
@@ -213,18 +217,17 @@ func paragraphs(body string) [][]string {
 
 // standsAlone reports whether a paragraph's first line is a sentence of
 // its own: a declaration or heading, or a short line that does not end
-// like a wrapped sentence's part.
-func standsAlone(line string) bool {
+// like a wrapped sentence's part and that the next line does not
+// continue (it starts with a capital letter, or there is none).
+func standsAlone(line, next string) bool {
 	if declRE.MatchString(line) {
 		return true
 	}
-	return len(strings.Fields(line)) <= 6 && !strings.ContainsAny(line[len(line)-1:], ".,;:!?")
-}
-
-// definition reports whether a paragraph opens with a definition: a
-// declaration, a heading or a setting's name line.
-func definition(b []string) bool {
-	return len(b) > 0 && standsAlone(b[0])
+	if len(strings.Fields(line)) > 6 || strings.ContainsAny(line[len(line)-1:], ".,;:!?") {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(next)
+	return next == "" || !unicode.IsLower(r)
 }
 
 var (
