@@ -1,9 +1,10 @@
 package cite
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -195,11 +196,14 @@ func ranked(t *text, f *claimFeatures, w int, known map[string]bool) []window {
 	}
 	hasReq := make([][]bool, n)
 	hasStem := make([][]bool, n)
+	partial := make([][]bool, n)
 	for i := range t.sentences {
 		s := &t.sentences[i]
 		hasReq[i] = make([]bool, len(req))
+		partial[i] = make([]bool, len(req))
 		for k, it := range req {
 			hasReq[i][k] = s.has(it, t.pkgs, known) || anywhere[k]
+			partial[i][k] = !hasReq[i][k] && strings.Contains(s.lower, probe(it))
 		}
 		hasStem[i] = make([]bool, len(f.stems))
 		for k, st := range f.stems {
@@ -209,22 +213,28 @@ func ranked(t *text, f *claimFeatures, w int, known map[string]bool) []window {
 	weights := t.weights(f.stems)
 	ws := windows(t, w)
 	for i := range ws {
-		scoreWindow(t, &ws[i], req, weights, hasReq, hasStem, known)
+		scoreWindow(t, &ws[i], req, weights, [3][][]bool{hasReq, hasStem, partial}, known)
 	}
-	sort.SliceStable(ws, func(i, j int) bool {
-		a, b := ws[i], ws[j]
-		if len(a.missing) != len(b.missing) {
-			return len(a.missing) < len(b.missing)
-		}
-		if a.score != b.score {
-			return a.score > b.score
-		}
-		if a.size != b.size {
-			return a.size < b.size
-		}
-		return a.start < b.start
+	slices.SortFunc(ws, func(a, b window) int {
+		return cmp.Or(cmp.Compare(len(a.missing), len(b.missing)), cmp.Compare(b.score, a.score),
+			cmp.Compare(a.size, b.size), cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end))
 	})
 	return ws
+}
+
+// probe is a part of a quotation or code item that a sentence holds when
+// the item runs across it and the next: its first word, or an
+// identifier's last part.
+func probe(it item) string {
+	switch {
+	case it.kind == itemQuote:
+		return strings.SplitN(it.text, " ", 2)[0]
+	case it.kind == itemCode && it.ident:
+		return strings.ToLower(lastPart(it.text))
+	case it.kind == itemCode:
+		return strings.ToLower(strings.SplitN(it.text, " ", 2)[0])
+	}
+	return "\x00"
 }
 
 // holdsAnywhere reports whether an item holds for every passage of a
@@ -269,7 +279,10 @@ func (t *text) weights(stems []string) []float64 {
 
 // scoreWindow finds what a window misses and the weighted share of stems
 // it holds.
-func scoreWindow(t *text, w *window, req []item, weights []float64, hasReq, hasStem [][]bool, known map[string]bool) {
+// has holds, by sentence and item: the item is there, the stem is there,
+// and the item may start there and run on.
+func scoreWindow(t *text, w *window, req []item, weights []float64, has [3][][]bool, known map[string]bool) {
+	hasReq, hasStem, partial := has[0], has[1], has[2]
 	rows := func(k int, m [][]bool) bool {
 		if w.head >= 0 && m[w.head][k] {
 			return true
@@ -286,7 +299,7 @@ func scoreWindow(t *text, w *window, req []item, weights []float64, hasReq, hasS
 		if rows(k, hasReq) {
 			continue
 		}
-		if it.kind == itemQuote || it.kind == itemCode {
+		if (it.kind == itemQuote || it.kind == itemCode) && rows(k, partial) {
 			if text == "" {
 				text, lower = t.joined(*w)
 			}

@@ -50,11 +50,36 @@ func tokensBy(s string, re *regexp.Regexp) []tok {
 	return out
 }
 
-// clause is one clause of a text: its content stems and how many times
-// it is denied.
+// clause is one clause of a text: its content stems, how many times it
+// is denied, and the stems its antonyms deny.
 type clause struct {
 	stems  map[string]bool
 	denied int
+	// scopes are, for each negation, the stems that follow it up to the
+	// clause's end or an "and", "or" or "then".
+	scopes []map[string]bool
+	flips  map[string]bool
+}
+
+// parity is how many times a clause is denied where it meets another:
+// its negations whose scope holds a word of the other, and its antonyms
+// of words the other has.
+func (c clause) parity(other clause) int {
+	n := 0
+	for _, sc := range c.scopes {
+		if len(sc) == 0 {
+			sc = c.stems // "does nothing": the whole clause is denied
+		}
+		if overlap(sc, other.stems) > 0 {
+			n++
+		}
+	}
+	for st := range c.flips {
+		if other.stems[st] {
+			n++
+		}
+	}
+	return n % 2
 }
 
 // antonyms map a word to the word it denies: a clause that says
@@ -65,31 +90,40 @@ var antonyms = map[string]string{"disabled": "enabled", "disable": "enable", "di
 	"decrease": "increase", "decreases": "increases", "smaller": "larger", "background": "foreground",
 	"disallow": "allow", "disallows": "allows", "disallowed": "allowed", "nonblocking": "blocking",
 	"exclude": "include", "excludes": "includes", "excluded": "included", "false": "true", "failure": "success",
-	"outgoing": "incoming", "immutable": "mutable", "inactive": "active", "unsupported": "supported"}
+	"outgoing": "incoming", "immutable": "mutable", "inactive": "active", "unsupported": "supported",
+	"nonnil": "nil", "nonzero": "zero", "nonempty": "empty", "nonnegative": "negative"}
 
-// clausesOf groups tokens by clause, an antonym counted as a denial of
-// the word it denies.
+// clausesOf groups tokens by clause; an antonym stands for the word it
+// denies, and counts as a denial where the other clause has that word.
 func clausesOf(toks []tok) []clause {
 	var out []clause
-	last := -1
+	last, open := -1, false
 	for _, t := range toks {
 		if t.clause != last {
-			out = append(out, clause{stems: map[string]bool{}})
-			last = t.clause
+			out = append(out, clause{stems: map[string]bool{}, flips: map[string]bool{}})
+			last, open = t.clause, false
 		}
 		c := &out[len(out)-1]
 		pos, anti := antonyms[t.w]
 		switch {
 		case negations[t.w]:
 			if (t.w == "nor" || t.w == "neither") && c.denied > 0 {
+				open = true
 				continue
 			}
 			c.denied++
+			c.scopes = append(c.scopes, map[string]bool{})
+			open = true
+		case t.w == "and" || t.w == "or" || t.w == "then":
+			open = false
 		case anti:
 			c.stems[stem(pos)] = true
-			c.denied++
+			c.flips[stem(pos)] = true
 		case contentWord(t.w):
 			c.stems[t.st] = true
+			if open {
+				c.scopes[len(c.scopes)-1][t.st] = true
+			}
 		}
 	}
 	return out
@@ -98,13 +132,14 @@ func clausesOf(toks []tok) []clause {
 // negationDiffers reports whether a clause of the claim is denied where
 // the passage's clauses that match it best are not, or the other way
 // round: a claim's clause of three content stems or more matches a
-// passage's when they share half its stems (two at least); of several that match equally, one that agrees is enough.
+// passage's when they share three fifths of its stems or three quarters
+// of the passage clause's (two at least); of several that match equally, one that agrees is enough.
 func negationDiffers(claim []clause, passage []clause) bool {
 	for _, c := range claim {
 		if len(c.stems) < 3 {
 			continue
 		}
-		need := max(2, (len(c.stems)+1)/2)
+		need := max(2, (len(c.stems)*3+4)/5)
 		best, agrees, differs := 0, false, false
 		for _, p := range passage {
 			n := 0
@@ -113,13 +148,13 @@ func negationDiffers(claim []clause, passage []clause) bool {
 					n++
 				}
 			}
-			if n < need || n < best {
+			if n < 2 || n < need && n*4 < len(p.stems)*3 || n < best {
 				continue
 			}
 			if n > best {
 				best, agrees, differs = n, false, false
 			}
-			if p.denied%2 == c.denied%2 {
+			if p.parity(c) == c.parity(p) {
 				agrees = true
 			} else {
 				differs = true
