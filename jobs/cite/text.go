@@ -100,7 +100,6 @@ func isWordByte(c byte) bool {
 }
 
 var (
-	spaceRE = regexp.MustCompile(`\s+`)
 	// lineArtefactRE is what wrapping and markup put at a line's start: an
 	// indent, a comment's "//", a quote's ">", a list's bullet.
 	lineArtefactRE = regexp.MustCompile(`^\s*(?://+\s?|>+\s?|[-*+•]\s+)*`)
@@ -111,19 +110,21 @@ var (
 
 // collapse collapses runs of white space into one space.
 func collapse(s string) string {
-	return strings.TrimSpace(spaceRE.ReplaceAllString(s, " "))
+	return strings.Join(strings.Fields(s), " ")
 }
 
+var (
+	straightener = strings.NewReplacer("“", `"`, "”", `"`, "‘", "'", "’", "'")
+	flattener    = strings.NewReplacer("“", `"`, "”", `"`, "‘", "'", "’", "'", "`", "", "*", "")
+)
+
 // straighten turns curly quotes into straight ones.
-func straighten(s string) string {
-	return strings.NewReplacer("“", `"`, "”", `"`, "‘", "'", "’", "'").Replace(s)
-}
+func straighten(s string) string { return straightener.Replace(s) }
 
 // flat is the form in which quoted phrases are compared: lower-cased,
 // quotes straightened, backticks and emphasis dropped, spaces collapsed.
 func flat(s string) string {
-	s = strings.NewReplacer("`", "", "*", "").Replace(straighten(s))
-	return collapse(strings.ToLower(s))
+	return collapse(strings.ToLower(flattener.Replace(s)))
 }
 
 // text is a document's text, cut into blocks and sentences.
