@@ -138,9 +138,13 @@ func runCapable(t *testing.T, dir string) capableScore {
 	checker := NewChecker(docs, Options{})
 	sc := capableScore{byTruth: map[string]map[Verdict]int{}, byKind: map[string]map[Verdict]int{}, total: map[string]int{}}
 	var misses strings.Builder
+	split := 0
 	for _, it := range set.Items {
 		res := checker.Check(itemReport(it, titles))
 		v, n := itemVerdict(res)
+		if n != 1 {
+			split++
+		}
 		tally(sc.byTruth, it.Truth, v)
 		tally(sc.byKind, it.Kind, v)
 		sc.total[it.Truth]++
@@ -151,7 +155,8 @@ func runCapable(t *testing.T, dir string) capableScore {
 			}
 		}
 	}
-	t.Logf("%s: %d items\n%s\nby kind:\n%s\nwrong:\n%s", dir, len(set.Items), table(sc.byTruth), table(sc.byKind), misses.String())
+	t.Logf("%s: %d items (%d cut into other than one cited claim: their verdict is their harshest claim's)\n%s\nby kind:\n%s\nwrong:\n%s",
+		dir, len(set.Items), split, table(sc.byTruth), table(sc.byKind), misses.String())
 	return sc
 }
 
