@@ -34,12 +34,13 @@ type sentence struct {
 func newSentence(s string, block int) sentence {
 	s = collapse(strings.ReplaceAll(straighten(s), "`", ""))
 	out := sentence{text: s, lower: flat(s), stems: map[string]bool{}, numbers: map[string]bool{}, block: block}
-	for _, w := range wordRE.FindAllString(out.lower, -1) {
+	words := wordRE.FindAllString(out.lower, -1)
+	for _, w := range words {
 		if contentWord(w) {
 			out.stems[stem(w)] = true
 		}
 	}
-	for _, n := range numbersOf(s, true) {
+	for _, n := range numbersIn(s, words, true) {
 		out.numbers[n.digits] = true
 		if n.duration != "" {
 			out.numbers[n.duration] = true

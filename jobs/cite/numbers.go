@@ -40,11 +40,17 @@ type number struct {
 // words false, "one" alone is no number unless a time unit follows it
 // (a claim's "one of them" is a pronoun, not a count).
 func numbersOf(s string, words bool) []number {
+	return numbersIn(s, wordRE.FindAllString(strings.ToLower(s), -1), words)
+}
+
+// numbersIn is numbersOf for a text and its lower-cased words.
+func numbersIn(s string, toks []string, words bool) []number {
 	var out []number
-	for _, m := range digitsRE.FindAllStringSubmatch(s, -1) {
-		out = append(out, withUnit(normNumber(m[2]), m[3]))
+	if strings.ContainsAny(s, "0123456789") {
+		for _, m := range digitsRE.FindAllStringSubmatch(s, -1) {
+			out = append(out, withUnit(normNumber(m[2]), m[3]))
+		}
 	}
-	toks := wordRE.FindAllString(strings.ToLower(s), -1)
 	for i := 0; i < len(toks); {
 		v, n := spelled(toks[i:])
 		if n == 0 {
