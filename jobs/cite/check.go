@@ -117,7 +117,7 @@ type Pair struct {
 	// sentence with markers in several places is cut after each group of
 	// markers, and each part checked against its own sources.
 	Part int `json:"part"`
-	// Text is that part, without markers or emphasis.
+	// Text is that part, without markers, emphasis or leading punctuation.
 	Text    string  `json:"text,omitempty"`
 	Marker  int     `json:"marker"`
 	Ref     string  `json:"ref"`

@@ -137,7 +137,7 @@ func TestParts(t *testing.T) {
 	if len(res.Pairs) != 2 || res.Pairs[0].Part != 0 || res.Pairs[1].Part != 1 || res.Claims[0].Verdict != Supported {
 		t.Fatalf("pairs %+v claims %+v, want two supported parts", res.Pairs, res.Claims)
 	}
-	if !strings.HasPrefix(res.Pairs[1].Text, ", while `NotifyContext`") || strings.Contains(res.Pairs[0].Text, "NotifyContext") {
+	if !strings.HasPrefix(res.Pairs[1].Text, "while `NotifyContext`") || strings.Contains(res.Pairs[0].Text, "NotifyContext") {
 		t.Errorf("parts %q and %q, want the text before [1], then the text from [1] to [2]", res.Pairs[0].Text, res.Pairs[1].Text)
 	}
 	res.Pairs[1].Verdict = Contradicted

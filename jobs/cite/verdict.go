@@ -1,6 +1,9 @@
 package cite
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // maxAlternatives bounds how many more passages are tried when the best
 // one's sense differs from the claim's.
@@ -34,7 +37,7 @@ func (ch *Checker) Check(report string) *Result {
 		for pi, pt := range claimParts(c.Text) {
 			f := features(stripMarkup(pt.text))
 			for _, n := range pt.markers {
-				p := Pair{Claim: c.Index, Part: pi, Text: stripMarkup(pt.text), Marker: n}
+				p := Pair{Claim: c.Index, Part: pi, Text: strings.TrimLeft(stripMarkup(pt.text), ",;: "), Marker: n}
 				switch {
 				case res.SourcesUnparsed:
 					p.Verdict, p.Reason = NoSources, "the report's sources could not be parsed"
