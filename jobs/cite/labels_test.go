@@ -63,7 +63,7 @@ func TestLabelledSet(t *testing.T) {
 	if len(set.Pairs) < 40 {
 		t.Fatalf("the labelled set has %d pairs, want 40 or more", len(set.Pairs))
 	}
-	order := []Verdict{Supported, Weak, Unsupported, Unread}
+	order := []Verdict{Supported, Weak, Unsupported, Contradicted, Unread}
 	confusion := map[Verdict]map[Verdict]int{}
 	var tp, fp, fn int
 	var table strings.Builder

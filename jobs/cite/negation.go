@@ -10,6 +10,13 @@ import (
 var negations = wordSet(`not no never none nothing neither nor without cannot prevent prevents prevented
 	preventing avoid avoids avoided unable lack lacks fail fails failed`)
 
+// lexicalNegations deny by their meaning, and only their object: "to
+// prevent accidental misuse" denies the misuse, not what follows.
+var lexicalNegations = wordSet(`prevent prevents prevented preventing avoid avoids avoided unable lack lacks fail fails failed`)
+
+// lexicalScope is how many content words a lexical negation denies.
+const lexicalScope = 2
+
 // clauseRE cuts a text into clauses: a negation denies only within its own.
 // Subordinate clauses stand apart, so that "a program that has not called
 // Notify exits when it writes" denies only the calling.
@@ -51,7 +58,8 @@ type clause struct {
 	stems  map[string]bool
 	denied int
 	// scopes are, for each negation, the stems that follow it up to the
-	// clause's end or an "and", "or" or "then".
+	// clause's end or an "and", "or" or "then" (two, for a lexical
+	// negation such as "prevent").
 	scopes []map[string]bool
 	flips  map[string]bool
 }
@@ -92,32 +100,36 @@ var antonyms = map[string]string{"disabled": "enabled", "disable": "enable", "di
 // denies, and counts as a denial where the other clause has that word.
 func clausesOf(toks []tok) []clause {
 	var out []clause
-	last, open := -1, false
+	last, left := -1, 0 // left: how many more words the open scope takes; -1 without bound
 	for _, t := range toks {
 		if t.clause != last {
 			out = append(out, clause{stems: map[string]bool{}, flips: map[string]bool{}})
-			last, open = t.clause, false
+			last, left = t.clause, 0
 		}
 		c := &out[len(out)-1]
 		pos, anti := antonyms[t.w]
 		switch {
 		case negations[t.w]:
 			if (t.w == "nor" || t.w == "neither") && c.denied > 0 {
-				open = true
+				left = -1
 				continue
 			}
 			c.denied++
 			c.scopes = append(c.scopes, map[string]bool{})
-			open = true
+			left = -1
+			if lexicalNegations[t.w] {
+				left = lexicalScope
+			}
 		case t.w == "and" || t.w == "or" || t.w == "then":
-			open = false
+			left = 0
 		case anti:
 			c.stems[stem(pos)] = true
 			c.flips[stem(pos)] = true
 		case contentWord(t.w):
 			c.stems[t.st] = true
-			if open {
+			if left != 0 {
 				c.scopes[len(c.scopes)-1][t.st] = true
+				left--
 			}
 		}
 	}
