@@ -148,7 +148,9 @@
 //     avoid" deny what follows them in a clause of their own; "whether or
 //     not" and "not only" deny nothing; "non-nil" is one word. A denial
 //     counts where its scope (the words after it, up to "and", "or" or
-//     "then"; the whole clause when none follow) meets the other clause.
+//     "then"; only the next two content words after prevent, avoid,
+//     unable, lack or fail; the whole clause when none follow) meets the
+//     other clause.
 //     An antonym ("disabled", "unbuffered", "asynchronous", "lower",
 //     "unsafe", "non-nil", "background", …) stands for the word it denies
 //     and counts as a denial where the other clause has that word. Each
