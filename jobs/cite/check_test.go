@@ -117,8 +117,8 @@ func TestSwappedTerms(t *testing.T) {
 	for claim, want := range map[string]Verdict{
 		"The kth send on a channel with capacity C is synchronized before the completion of the k+Cth receive from that channel [1].": Contradicted,
 		"The kth receive from a channel with capacity C is synchronized before the completion of the k+Cth send on it [1].":           Supported,
-		"`Broadcast` corresponds to sending on a channel, and `Signal` corresponds to closing a channel [1].":                          Contradicted,
-		"`Broadcast` corresponds to closing a channel, and `Signal` corresponds to sending on a channel [1].":                          Supported,
+		"`Broadcast` corresponds to sending on a channel, and `Signal` corresponds to closing a channel [1].":                         Contradicted,
+		"`Broadcast` corresponds to closing a channel, and `Signal` corresponds to sending on a channel [1].":                         Supported,
 	} {
 		res := Check(claim+"\n\n## Sources\n[1] m — https://go.dev/ref/mem\n", []Document{doc})
 		if got := res.Claims[0].Verdict; got != want {
