@@ -201,3 +201,27 @@ func TestNumbers(t *testing.T) {
 		t.Errorf("numbers of a pronoun and identifiers = %+v, want none", got)
 	}
 }
+
+// TestKinds checks which claims are inferences or claims of absence, and
+// that claims of behaviour worded with a denial are neither.
+func TestKinds(t *testing.T) {
+	for claim, want := range map[string]Verdict{
+		"I infer that the caller must drain the channel.":                    Inference,
+		"Presumably the default is kept for compatibility.":                  Inference,
+		"It follows that a second call blocks.":                              Inference,
+		"The server is likely to close idle connections first.":              Inference,
+		"The guide gives no default for the timeout.":                        Absence,
+		"Nothing in the documentation mentions comments in JSON.":            Absence,
+		"The docs do not specify an order.":                                  Absence,
+		"The package says nothing about retries.":                            Absence,
+		"`Reset` has no effect on a stopped timer.":                          "",
+		"`Shutdown` does not close hijacked connections.":                    "",
+		"If the caller does not specify a timeout, there is none.":           "",
+		"A request whose source has no body is retried.":                     "",
+		"Handlers should not modify the provided Request except to read it.": "",
+	} {
+		if got := kind(claim); got != want {
+			t.Errorf("kind(%q) = %q, want %q", claim, got, want)
+		}
+	}
+}

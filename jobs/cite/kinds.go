@@ -25,7 +25,7 @@ var (
 	// claim speaks of a document ("the docs do not specify").
 	weakAbsenceRE = regexp.MustCompile(`(?i)\b(?:does|do|did)(?:n't| not)\s+(?:\w+\s+)?(?:specify|state|say|cover|discuss|list|define|explain|address)\b|` +
 		`\b(?:is|are|was|were)(?:n't| not)\s+(?:\w+\s+)?(?:specified|stated|covered|discussed|listed|defined|explained|addressed)\b`)
-	docNounRE = regexp.MustCompile(`(?i)\b(?:documentation|docs?|doc comments?|godoc|package docs?|page|pages|source|sources|text|spec|specification|manual|reference|section|article|guide|chapter)\b`)
+	docNounRE = regexp.MustCompile(`(?i)\b(?:documentation|docs?|doc comments?|godoc|manual|spec|specification|guide|page|article)\b`)
 )
 
 // kind classifies a claim: Inference when its writer marks it as their
