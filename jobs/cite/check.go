@@ -1,8 +1,6 @@
 package cite
 
 import (
-	"fmt"
-	"net/url"
 	"strings"
 )
 
@@ -30,8 +28,29 @@ const (
 	Absence   Verdict = "absence"
 )
 
-// rank orders verdicts from best (0) to worst.
-func (v Verdict) rank() int {
+// better orders verdicts from best (0) to worst for the pairs of one
+// part of a claim: one good source is enough.
+func better(v Verdict) int {
+	switch v {
+	case Supported:
+		return 0
+	case Weak:
+		return 1
+	case Unsupported:
+		return 2
+	case Contradicted:
+		return 3
+	case Unread:
+		return 4
+	case NoSources:
+		return 5
+	}
+	return 6
+}
+
+// severity orders verdicts from mildest (0) to gravest across the parts
+// of a claim: a claim is as good as its worst part.
+func severity(v Verdict) int {
 	switch v {
 	case Supported:
 		return 0
@@ -41,8 +60,12 @@ func (v Verdict) rank() int {
 		return 2
 	case Unread:
 		return 3
+	case NoSources:
+		return 4
+	case Contradicted:
+		return 5
 	}
-	return 4
+	return -1
 }
 
 // Defaults of Options.
@@ -89,7 +112,13 @@ type Document struct {
 
 // Pair is the verdict on one claim citing one source.
 type Pair struct {
-	Claim   int     `json:"claim"`
+	Claim int `json:"claim"`
+	// Part is the index of the part of the claim the pair checks: a
+	// sentence with markers in several places is cut after each group of
+	// markers, and each part checked against its own sources.
+	Part int `json:"part"`
+	// Text is that part, without markers, emphasis or leading punctuation.
+	Text    string  `json:"text,omitempty"`
 	Marker  int     `json:"marker"`
 	Ref     string  `json:"ref"`
 	Verdict Verdict `json:"verdict"`
@@ -148,200 +177,19 @@ func NewChecker(docs []Document, opt Options) *Checker {
 	return &Checker{lib: newLibrary(docs, opt.Window), opt: opt}
 }
 
-// Check checks every citation of a report.
-func (ch *Checker) Check(report string) *Result {
-	opt, lib := ch.opt, ch.lib
-	blocks, entries := parse(report)
-	res := &Result{Claims: claims(report, blocks), Sources: entries}
-	byN := map[int]Entry{}
-	for _, e := range entries {
-		if _, ok := byN[e.N]; !ok {
-			byN[e.N] = e
-		}
-	}
-	for i := range res.Claims {
-		c := &res.Claims[i]
-		if c.Verdict == Uncited {
-			continue
-		}
-		f := features(stripMarkup(c.Text))
-		c.Verdict = Unread
-		for _, n := range c.Markers {
-			p := judge(c.Index, n, byN, lib, &f, opt)
-			res.Pairs = append(res.Pairs, p)
-			if p.Verdict.rank() < c.Verdict.rank() {
-				c.Verdict = p.Verdict
-			}
-		}
-	}
-	res.Counts = count(res.Claims)
-	return res
-}
-
-// judge gives the verdict of one claim–source pair.
-func judge(claim, n int, byN map[int]Entry, lib *library, f *claimFeatures, opt Options) Pair {
-	p := Pair{Claim: claim, Marker: n, Verdict: Unread}
-	e, ok := byN[n]
-	if !ok {
-		p.Reason = fmt.Sprintf("no source [%d] in the report's sources", n)
-		return p
-	}
-	p.Ref = e.Ref
-	src := lib.find(e.Ref)
-	switch {
-	case src == nil:
-		p.Reason = "never read by this research"
-		return p
-	case !src.read:
-		p.Reason = "only seen as a search result's snippet, never read"
-		return p
-	case len(src.text.sentences) == 0:
-		p.Reason = "read, but no text came of it"
-		return p
-	}
-	m := best(src.text, f, opt.Window)
-	p.Passage, p.Score = m.passage, m.score
-	switch {
-	case len(m.missing) > 0:
-		p.Verdict, p.Reason = Unsupported, missingReason(m.missing)
-	case m.score >= opt.SupportedAt:
-		p.Verdict = Supported
-	case m.score >= opt.WeakAt:
-		p.Verdict, p.Reason = Weak, fmt.Sprintf("only %.0f%% of the claim's words are in the passage", m.score*100)
-	default:
-		p.Verdict, p.Reason = Unsupported, fmt.Sprintf("only %.0f%% of the claim's words are in the passage", m.score*100)
-	}
-	return p
-}
-
-// Recount sets each cited claim's verdict to the best of its pairs' and
-// recounts, after a pair's verdict changed (a judge's, for one).
-func (r *Result) Recount() {
-	best := map[int]Verdict{}
-	for _, p := range r.Pairs {
-		if v, ok := best[p.Claim]; !ok || p.Verdict.rank() < v.rank() {
-			best[p.Claim] = p.Verdict
-		}
-	}
-	for i, c := range r.Claims {
-		if v, ok := best[c.Index]; ok && c.Verdict != Uncited {
-			r.Claims[i].Verdict = v
-		}
-	}
-	r.Counts = count(r.Claims)
-}
-
 // StripMarkers is a claim's text without its markers and Markdown
 // emphasis, as the test reads it.
 func StripMarkers(text string) string { return stripMarkup(text) }
 
-// count tallies claims by verdict.
-func count(claims []Claim) Counts {
-	var c Counts
-	for _, cl := range claims {
-		c.Claims++
-		switch cl.Verdict {
-		case Supported:
-			c.Supported++
-		case Weak:
-			c.Weak++
-		case Unsupported:
-			c.Unsupported++
-		case Unread:
-			c.Unread++
-		case Uncited:
-			c.Uncited++
-		}
-	}
-	return c
-}
-
-// source is what a library holds for one reference.
-type source struct {
-	read  bool
-	title string
-	text  *text
-}
-
-// library finds the documents a reference names.
-type library struct {
-	byRef map[string]*source
-}
-
-// newLibrary indexes documents by their normalised references; the texts
-// read from one reference are joined.
-func newLibrary(docs []Document, window int) *library {
-	l := &library{byRef: map[string]*source{}}
-	texts := map[*source][]string{}
-	for _, d := range docs {
-		var src *source
-		for _, r := range d.Refs {
-			if s := l.byRef[NormalizeRef(r)]; s != nil && r != "" {
-				src = s
-				break
-			}
-		}
-		if src == nil {
-			src = &source{}
-		}
-		for _, r := range d.Refs {
-			if r != "" {
-				l.byRef[NormalizeRef(r)] = src
-			}
-		}
-		if src.title == "" {
-			src.title = d.Title
-		}
-		if d.Read {
-			src.read = true
-			if strings.TrimSpace(d.Text) != "" {
-				texts[src] = append(texts[src], d.Text)
-			}
-		}
-	}
-	for _, src := range l.byRef {
-		if src.text == nil {
-			src.text = prepare(src.title, strings.Join(texts[src], "\n"), window)
-		}
-	}
-	return l
-}
-
-func (l *library) find(ref string) *source {
-	return l.byRef[NormalizeRef(ref)]
-}
-
-// NormalizeRef is the form in which references are compared: a URL's
-// scheme and host lower-cased, "www." dropped from its host, its fragment,
-// default port and trailing '/' dropped; any other reference trimmed.
-func NormalizeRef(ref string) string {
-	ref = strings.TrimSpace(ref)
-	u, err := url.Parse(ref)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return strings.TrimSuffix(ref, "/")
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	host := strings.TrimPrefix(strings.ToLower(u.Host), "www.")
-	if u.Scheme == "https" {
-		host = strings.TrimSuffix(host, ":443")
-	}
-	if u.Scheme == "http" {
-		host = strings.TrimSuffix(host, ":80")
-	}
-	u.Host = host
-	u.Fragment, u.RawFragment = "", ""
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	u.RawPath = ""
-	return u.String()
-}
-
-// Flag marks in a report each claim whose verdict is unsupported or
-// unread, with " ⚠ unsupported" or " ⚠ unread" right after it.
+// Flag marks in a report each claim whose verdict is unsupported,
+// contradicted or unread, with " ⚠ " and its verdict right after it.
+// Claims of absence, inferences and claims of a report whose sources
+// could not be parsed are never marked.
 func Flag(report string, res *Result) string {
 	var b strings.Builder
 	last := 0
 	for _, c := range res.Claims {
-		if c.Verdict != Unsupported && c.Verdict != Unread {
+		if !flagged(c.Verdict) {
 			continue
 		}
 		if c.End < last || c.End > len(report) {

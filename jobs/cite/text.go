@@ -2,7 +2,6 @@ package cite
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -23,27 +22,9 @@ func sentences(text string, markers bool) [][2]int {
 		if c != '.' && c != '!' && c != '?' {
 			continue
 		}
-		j := i + 1
-		for j < len(text) && strings.IndexByte(`"')*_`, text[j]) >= 0 {
-			j++
-		}
-		for _, closer := range []string{"”", "’"} {
-			if strings.HasPrefix(text[j:], closer) {
-				j += len(closer)
-			}
-		}
+		j := closersEnd(text, i+1)
 		if markers {
-			for {
-				k := j
-				for k < len(text) && text[k] == ' ' {
-					k++
-				}
-				loc := markerRE.FindStringIndex(text[k:])
-				if loc == nil || loc[0] != 0 {
-					break
-				}
-				j = k + loc[1]
-			}
+			j = markersEnd(text, j)
 		}
 		if !endsHere(text, i, j) {
 			continue
@@ -56,6 +37,35 @@ func sentences(text string, markers bool) [][2]int {
 		out = append(out, [2]int{start, len(text)})
 	}
 	return out
+}
+
+// closersEnd skips the quotes, brackets and emphasis that close a
+// sentence after its final punctuation.
+func closersEnd(text string, j int) int {
+	for j < len(text) && strings.IndexByte(`"')*_`, text[j]) >= 0 {
+		j++
+	}
+	for _, closer := range []string{"”", "’"} {
+		if strings.HasPrefix(text[j:], closer) {
+			j += len(closer)
+		}
+	}
+	return j
+}
+
+// markersEnd skips the markers that follow position j.
+func markersEnd(text string, j int) int {
+	for {
+		k := j
+		for k < len(text) && text[k] == ' ' {
+			k++
+		}
+		loc := markerRE.FindStringIndex(text[k:])
+		if loc == nil || loc[0] != 0 {
+			return j
+		}
+		j = k + loc[1]
+	}
 }
 
 // endsHere reports whether the punctuation at i, followed by closers up to
@@ -90,224 +100,171 @@ func isWordByte(c byte) bool {
 }
 
 var (
-	linkRE   = regexp.MustCompile(`\[([^\]]*)\]\([^)\s]*\)`)
-	codeRE   = regexp.MustCompile("`([^`]+)`")
-	quoteRE  = regexp.MustCompile(`"([^"]+)"|“([^”]+)”`)
-	numberRE = regexp.MustCompile(`\d+(?:[.,]\d+)*`)
-	wordRE   = regexp.MustCompile(`[\p{L}\p{N}]+`)
-	spaceRE  = regexp.MustCompile(`\s+`)
-	emphRE   = regexp.MustCompile(`(^|[\s(])_+|_+($|[\s).,;:!?])`)
+	// lineArtefactRE is what wrapping and markup put at a line's start: an
+	// indent, a comment's "//", a quote's ">", a list's bullet.
+	lineArtefactRE = regexp.MustCompile(`^\s*(?://+\s?|>+\s?|[-*+•]\s+)*`)
+	// declRE starts a line that declares something: a Go declaration, a
+	// Markdown heading.
+	declRE = regexp.MustCompile(`^(?:func|type|var|const|package)\s|^#{1,6}\s`)
 )
-
-// stripMarkup removes a claim's markers and Markdown emphasis and links,
-// keeping code spans' backticks for features.
-func stripMarkup(text string) string {
-	text = markerRE.ReplaceAllString(text, "")
-	text = linkRE.ReplaceAllString(text, "$1")
-	text = strings.ReplaceAll(text, "*", "")
-	text = emphRE.ReplaceAllString(text, "$1$2")
-	text = strings.ReplaceAll(text, "⚠ unsupported", "")
-	text = strings.ReplaceAll(text, "⚠ unread", "")
-	return strings.TrimSpace(spaceRE.ReplaceAllString(text, " "))
-}
-
-// claimFeatures are what the test looks for in a passage.
-type claimFeatures struct {
-	numbers []string // normalised numbers
-	code    []string // code spans, spaces collapsed
-	names   []string // lower-cased names
-	quotes  []string // lower-cased quoted phrases, spaces collapsed
-	stems   []string // distinct content stems
-}
-
-// required lists the items a passage must hold, with their kind, for
-// reasons.
-func (f *claimFeatures) required() []item {
-	var out []item
-	for _, n := range f.numbers {
-		out = append(out, item{kind: itemNumber, text: n})
-	}
-	for _, c := range f.code {
-		out = append(out, item{kind: itemCode, text: c})
-	}
-	for _, n := range f.names {
-		out = append(out, item{kind: itemName, text: n})
-	}
-	for _, q := range f.quotes {
-		out = append(out, item{kind: itemQuote, text: q})
-	}
-	return out
-}
-
-// Kinds of required item.
-const (
-	itemNumber = "number"
-	itemCode   = "code"
-	itemName   = "name"
-	itemQuote  = "quote"
-)
-
-// item is one required item of a claim.
-type item struct {
-	kind, text string
-}
-
-// features finds a claim's numbers, code spans, names, quoted phrases and
-// content stems.
-func features(text string) claimFeatures {
-	var f claimFeatures
-	add := func(list *[]string, s string) {
-		if s != "" && !slices.Contains(*list, s) {
-			*list = append(*list, s)
-		}
-	}
-	for _, m := range codeRE.FindAllStringSubmatch(text, -1) {
-		add(&f.code, collapse(m[1]))
-	}
-	for _, m := range quoteRE.FindAllStringSubmatch(text, -1) {
-		q := collapse(strings.ToLower(m[1] + m[2]))
-		if len(strings.Fields(q)) >= 2 {
-			add(&f.quotes, q)
-		}
-	}
-	plain := strings.ReplaceAll(text, "`", " ")
-	for _, n := range numberRE.FindAllString(plain, -1) {
-		add(&f.numbers, normNumber(n))
-	}
-	for _, w := range wordRE.FindAllString(strings.ToLower(plain), -1) {
-		if n, ok := numberWords[w]; ok && w != "one" {
-			add(&f.numbers, n)
-		}
-	}
-	for i, tok := range strings.Fields(plain) {
-		w := trimToken(tok)
-		if w == "" {
-			continue
-		}
-		if identifierLike(w) || i > 0 && capitalised(w) {
-			add(&f.names, strings.ToLower(w))
-		}
-	}
-	for _, w := range wordRE.FindAllString(strings.ToLower(plain), -1) {
-		if utf8.RuneCountInString(w) < 2 || stopWords[w] {
-			continue
-		}
-		add(&f.stems, stem(w))
-	}
-	return f
-}
-
-// trimToken trims punctuation and a possessive from a whitespace token.
-func trimToken(tok string) string {
-	tok = strings.TrimFunc(tok, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_'
-	})
-	for _, s := range []string{"'s", "’s"} {
-		tok = strings.TrimSuffix(tok, s)
-	}
-	return tok
-}
-
-// capitalised reports whether a word starts with a capital letter and is
-// not a stop word.
-func capitalised(w string) bool {
-	r, _ := utf8.DecodeRuneInString(w)
-	return unicode.IsUpper(r) && !stopWords[strings.ToLower(w)] && utf8.RuneCountInString(w) > 1
-}
-
-// identifierLike reports whether a word looks like code or an acronym: an
-// inner capital after a lower-case letter, '_', '.' or '/' between
-// characters, a digit next to a letter, or two capitals or more and no
-// lower-case letter.
-func identifierLike(w string) bool {
-	var prev rune
-	upper, lower, letters := 0, 0, 0
-	for i, r := range w {
-		switch {
-		case unicode.IsUpper(r):
-			upper++
-			letters++
-			if i > 0 && unicode.IsLower(prev) {
-				return true
-			}
-		case unicode.IsLower(r):
-			lower++
-			letters++
-			if unicode.IsDigit(prev) {
-				return true
-			}
-		case unicode.IsDigit(r):
-			if unicode.IsLetter(prev) {
-				return true
-			}
-		case r == '_' || r == '.' || r == '/':
-			if i > 0 && i < len(w)-1 {
-				return true
-			}
-		}
-		prev = r
-	}
-	return lower == 0 && upper >= 2 && letters == upper && !stopWords[strings.ToLower(w)]
-}
-
-// normNumber drops thousands separators.
-func normNumber(n string) string {
-	return strings.ReplaceAll(n, ",", "")
-}
 
 // collapse collapses runs of white space into one space.
 func collapse(s string) string {
-	return strings.TrimSpace(spaceRE.ReplaceAllString(s, " "))
+	return strings.Join(strings.Fields(s), " ")
 }
 
-// stem reduces a lower-cased word to its light stem (see the package doc).
-func stem(w string) string {
-	w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
-	cut := func(suffix, with string) bool {
-		if !strings.HasSuffix(w, suffix) || utf8.RuneCountInString(w)-utf8.RuneCountInString(suffix) < 3 {
-			return false
+var (
+	straightener = strings.NewReplacer("“", `"`, "”", `"`, "‘", "'", "’", "'")
+	flattener    = strings.NewReplacer("“", `"`, "”", `"`, "‘", "'", "’", "'", "`", "", "*", "")
+)
+
+// straighten turns curly quotes into straight ones.
+func straighten(s string) string { return straightener.Replace(s) }
+
+// flat is the form in which quoted phrases are compared: lower-cased,
+// quotes straightened, backticks and emphasis dropped, spaces collapsed.
+func flat(s string) string {
+	return collapse(strings.ToLower(flattener.Replace(s)))
+}
+
+// text is a document's text, cut into blocks and sentences.
+type text struct {
+	sentences []sentence
+	// blocks are the sentence ranges of the document's paragraphs.
+	blocks [][2]int
+	// heads give, for each sentence, the nearest definition sentence at
+	// or before it (a declaration, heading or setting's name line), or -1.
+	heads []int
+	// subject is the document's title and opening sentences: a name
+	// found there holds for the whole document.
+	subject sentence
+	// flat is the whole text in the form flat gives.
+	flat string
+	// df counts, for each stem, the sentences that hold it.
+	df map[string]int
+	// pkgs are the lower-cased names of the packages the document is
+	// about, as its title and references name them.
+	pkgs map[string]bool
+}
+
+// prepare cuts a document's text into blocks (paragraphs: lines up to a
+// blank one, their wrapping and markup undone) and sentences; title is
+// the document's title and refs its references.
+func prepare(title string, refs []string, body string, window int) *text {
+	t := &text{pkgs: packagesOf(title, refs, body), df: map[string]int{}, flat: flat(title + " " + body)}
+	head := -1
+	for _, b := range paragraphs(body) {
+		first := len(t.sentences)
+		for i, s := range b {
+			for _, sp := range sentences(s, false) {
+				if st := strings.TrimSpace(s[sp[0]:sp[1]]); st != "" {
+					t.sentences = append(t.sentences, newSentence(st, len(t.blocks)))
+					if i == 0 && len(b) > 1 {
+						head = len(t.sentences) - 1
+					}
+					t.heads = append(t.heads, head)
+				}
+			}
 		}
-		w = strings.TrimSuffix(w, suffix) + with
+		if len(t.sentences) > first {
+			t.blocks = append(t.blocks, [2]int{first, len(t.sentences)})
+		}
+	}
+	for i := range t.sentences {
+		for st := range t.sentences[i].stems {
+			t.df[st]++
+		}
+	}
+	opening := []string{title}
+	for i := 0; i < window && i < len(t.sentences); i++ {
+		opening = append(opening, t.sentences[i].text)
+	}
+	t.subject = newSentence(strings.Join(opening, " "), -1)
+	return t
+}
+
+// paragraphs splits a body into paragraphs, each a list of segments: a
+// declaration or a short first line stands alone, the other lines are
+// joined with spaces.
+func paragraphs(body string) [][]string {
+	var out [][]string
+	var lines []string
+	flush := func() {
+		if len(lines) == 0 {
+			return
+		}
+		next := ""
+		if len(lines) > 1 {
+			next = lines[1]
+		}
+		if standsAlone(lines[0], next) {
+			out = append(out, []string{lines[0], strings.Join(lines[1:], " ")})
+		} else {
+			out = append(out, []string{strings.Join(lines, " ")})
+		}
+		lines = nil
+	}
+	for _, raw := range strings.Split(body, "\n") {
+		line := strings.TrimSpace(lineArtefactRE.ReplaceAllString(raw, ""))
+		if line == "" {
+			flush()
+			continue
+		}
+		lines = append(lines, line)
+	}
+	flush()
+	return out
+}
+
+// standsAlone reports whether a paragraph's first line is a sentence of
+// its own: a declaration or heading, or a short line that does not end
+// like a wrapped sentence's part and that the next line does not
+// continue (it starts with a capital letter, or there is none).
+func standsAlone(line, next string) bool {
+	if declRE.MatchString(line) {
 		return true
 	}
-	switch {
-	case cut("ies", "y"), cut("ied", "y"), cut("ing", ""), cut("ed", ""):
-	case hasAnySuffix(w, "ses", "xes", "zes", "ches", "shes") && cut("es", ""):
-	case !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && cut("s", ""):
+	if len(strings.Fields(line)) > 6 || strings.ContainsAny(line[len(line)-1:], ".,;:!?") {
+		return false
 	}
-	if len(w) > 3 && strings.HasSuffix(w, "e") {
-		w = w[:len(w)-1]
-	}
-	if n := len(w); n > 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeiou", rune(w[n-1])) && w[n-1] < utf8.RuneSelf {
-		w = w[:n-1]
-	}
-	return w
+	r, _ := utf8.DecodeRuneInString(next)
+	return next == "" || !unicode.IsLower(r)
 }
 
-func hasAnySuffix(w string, suffixes ...string) bool {
-	for _, s := range suffixes {
-		if strings.HasSuffix(w, s) {
-			return true
+var (
+	pkgLineRE = regexp.MustCompile(`(?m)^\s*package\s+([\w/.-]+)`)
+	pkgRefRE  = regexp.MustCompile(`pkg\.go\.dev/([\w/.-]+)`)
+	pkgTitlRE = regexp.MustCompile(`^\s*([\w/.-]+)\s+package\b`)
+)
+
+// packagesOf finds the packages a document is about: "package x" in its
+// title or at its start, "x package" opening its title, a pkg.go.dev
+// reference. Each is known by its path and its last element.
+func packagesOf(title string, refs []string, body string) map[string]bool {
+	out := map[string]bool{}
+	add := func(p string) {
+		p = strings.ToLower(strings.Trim(p, "/."))
+		if p == "" {
+			return
+		}
+		out[p] = true
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			out[p[i+1:]] = true
 		}
 	}
-	return false
-}
-
-// numberWords are the numbers a passage may spell out.
-var numberWords = map[string]string{"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
-	"six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12"}
-
-// stopWords are not content words.
-var stopWords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`a about above after again against all also am an and any are as at be because
-		been before being below between both but by can could did do does doing down during each either etc few for
-		from further had has have having he her here hers herself him himself his how however i if in into is it its
-		itself just may me might more most must my myself of off on once only or other others our ours out over own
-		per same shall she should so some such than that the their theirs them themselves then there these they this
-		those through thus to too under until up upon us very via was we were what when where whether which while who
-		whom whose why will with within would yet you your yours e.g i.e eg ie`) {
-		m[w] = true
+	head := body[:min(len(body), 400)]
+	for _, s := range []string{title, head} {
+		for _, m := range pkgLineRE.FindAllStringSubmatch(s, 2) {
+			add(m[1])
+		}
 	}
-	return m
-}()
+	if m := pkgTitlRE.FindStringSubmatch(title); m != nil {
+		add(m[1])
+	}
+	for _, r := range refs {
+		if m := pkgRefRE.FindStringSubmatch(r); m != nil {
+			add(strings.SplitN(m[1], "#", 2)[0])
+		}
+	}
+	return out
+}

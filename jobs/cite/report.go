@@ -34,15 +34,12 @@ type Entry struct {
 }
 
 var (
-	markerRE    = regexp.MustCompile(`\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]`)
+	markerRE    = regexp.MustCompile(`\[\^?(\d{1,4}(?:\s*[,–-]\s*\^?\d{1,4})*)\]`)
 	headingRE   = regexp.MustCompile(`^(#{1,6})\s+(.*)$`)
 	listRE      = regexp.MustCompile(`^\s*(?:[-*+]|\d{1,3}[.)])\s+`)
 	fenceRE     = regexp.MustCompile("^\\s*(```|~~~)")
 	ruleRE      = regexp.MustCompile(`^\s*(?:\*\s*){3,}$|^\s*(?:-\s*){3,}$|^\s*(?:_\s*){3,}$`)
 	tableSepRE  = regexp.MustCompile(`^\s*\|?[\s:|-]+\|[\s:|-]*$`)
-	sourcesRE   = regexp.MustCompile(`(?i)^\W*(sources|references)\W*$`)
-	entryRE     = regexp.MustCompile(`^\s*(?:[-*+]\s*)?\[(\d{1,4})\]:?\s*(.*)$`)
-	mdLinkRE    = regexp.MustCompile(`\[([^\]]*)\]\(([^)\s]+)\)`)
 	emphLabelRE = regexp.MustCompile(`^\s*(?:_[^_].*_|\*[^*].*\*)\s*$`)
 )
 
@@ -52,10 +49,10 @@ type block struct {
 	list       bool
 }
 
-// parse splits a report into its blocks and its sources section.
+// parse splits a report into its blocks and its sources.
 func parse(report string) ([]block, []Entry) {
 	var blocks []block
-	var entries []Entry
+	var src sourcesReader
 	cur := block{start: -1}
 	flush := func() {
 		if cur.start >= 0 {
@@ -63,7 +60,7 @@ func parse(report string) ([]block, []Entry) {
 		}
 		cur = block{start: -1}
 	}
-	inFence, sourcesLevel := false, 0 // 0: not in the sources section
+	inFence := false
 	for off := 0; off < len(report); {
 		end := strings.IndexByte(report[off:], '\n')
 		if end < 0 {
@@ -73,98 +70,51 @@ func parse(report string) ([]block, []Entry) {
 		}
 		line, start := report[off:end], off
 		off = end + 1
-		trimmed := strings.TrimSpace(line)
 		if fenceRE.MatchString(line) {
 			flush()
 			inFence = !inFence
 			continue
 		}
-		if inFence {
-			continue
-		}
-		if m := headingRE.FindStringSubmatch(trimmed); m != nil {
-			flush()
-			level := len(m[1])
-			switch {
-			case sourcesRE.MatchString(m[2]):
-				sourcesLevel = level
-			case sourcesLevel > 0 && level <= sourcesLevel:
-				sourcesLevel = 0
-			}
-			continue
-		}
-		if sourcesRE.MatchString(trimmed) {
-			flush()
-			sourcesLevel = 7 // a line that names the section ends at any heading
-			continue
-		}
-		if sourcesLevel > 0 {
-			if e, ok := parseEntry(line); ok {
-				entries = append(entries, e)
-			}
-			continue
-		}
-		if trimmed == "" || ruleRE.MatchString(line) || tableSepRE.MatchString(line) || isLabel(trimmed) {
+		if inFence || src.line(line) {
 			flush()
 			continue
 		}
-		if listRE.MatchString(line) || strings.HasPrefix(trimmed, "|") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case headingRE.MatchString(trimmed), trimmed == "" || ruleRE.MatchString(line) || tableSepRE.MatchString(line),
+			cur.start < 0 && isLabel(trimmed) && breakFollows(report, off):
+			flush()
+		case listRE.MatchString(line) || strings.HasPrefix(trimmed, "|"):
 			flush()
 			cur = block{start: start, end: end, list: true}
-			continue
-		}
-		if cur.start < 0 {
+		case cur.start < 0:
 			cur = block{start: start, end: end}
-			continue
+		default:
+			cur.end = end
 		}
-		cur.end = end
 	}
 	flush()
-	return blocks, entries
+	return blocks, src.entries
 }
 
-// isLabel reports whether a line is a label rather than prose: wholly
+// breakFollows reports whether the line at off ends a paragraph's run:
+// there is none, or it is blank, a list item or a heading.
+func breakFollows(report string, off int) bool {
+	if off >= len(report) {
+		return true
+	}
+	next, _, _ := strings.Cut(report[off:], "\n")
+	return strings.TrimSpace(next) == "" || listRE.MatchString(next) || headingRE.MatchString(strings.TrimSpace(next))
+}
+
+// isLabel reports whether a line that stands alone (a paragraph's first
+// line that a break follows) is a label rather than prose: wholly
 // emphasised, or short and ending with ':'.
 func isLabel(line string) bool {
 	if emphLabelRE.MatchString(line) && !markerRE.MatchString(line) {
 		return true
 	}
 	return strings.HasSuffix(line, ":") && utf8.RuneCountInString(line) <= 80 && !markerRE.MatchString(line)
-}
-
-// parseEntry reads one line of the sources section.
-func parseEntry(line string) (Entry, bool) {
-	m := entryRE.FindStringSubmatch(line)
-	if m == nil {
-		return Entry{}, false
-	}
-	n, err := strconv.Atoi(m[1])
-	if err != nil {
-		return Entry{}, false
-	}
-	rest := strings.TrimSpace(m[2])
-	e := Entry{N: n}
-	if lm := mdLinkRE.FindStringSubmatch(rest); lm != nil {
-		e.Title, e.Ref = strings.TrimSpace(lm[1]), lm[2]
-		return e, true
-	}
-	for _, sep := range []string{" — ", " – ", " - "} {
-		if i := strings.LastIndex(rest, sep); i >= 0 {
-			e.Title, e.Ref = strings.TrimSpace(rest[:i]), strings.TrimSpace(rest[i+len(sep):])
-			e.Ref = strings.Trim(e.Ref, "<>")
-			return e, true
-		}
-	}
-	fields := strings.Fields(rest)
-	for i := len(fields) - 1; i >= 0; i-- {
-		if strings.Contains(fields[i], "://") {
-			e.Ref = strings.Trim(fields[i], "<>().,;")
-			e.Title = strings.TrimSpace(strings.Join(fields[:i], " "))
-			return e, true
-		}
-	}
-	e.Ref = rest
-	return e, true
 }
 
 // claims cuts the blocks into claims; blocks with no marker keep only
@@ -225,32 +175,91 @@ func trailingMarkersOnly(text string) bool {
 	return true
 }
 
-// flagMarks are what Flag writes after a claim.
-var flagMarks = []string{" ⚠ " + string(Unsupported), " ⚠ " + string(Unread)}
+// flagMarkRE is a mark Flag wrote at the end of a claim.
+var flagMarkRE = regexp.MustCompile(` ⚠ (?:unsupported|contradicted|unread)$`)
 
 // trimFlag returns the end of text[s:e] without a flag mark Flag wrote.
 func trimFlag(text string, s, e int) int {
-	for _, m := range flagMarks {
-		if strings.HasSuffix(text[s:e], m) {
-			e -= len(m)
-			s, e = trimSpan(text, s, e)
-			return e
-		}
+	if loc := flagMarkRE.FindStringIndex(text[s:e]); loc != nil {
+		_, e = trimSpan(text, s, s+loc[0])
 	}
 	return e
 }
 
-// markersOf returns the distinct source numbers a text cites, in order.
-func markersOf(text string) []int {
-	var out []int
+// part is a piece of a claim checked against its own sources.
+type part struct {
+	text    string
+	markers []int
+}
+
+// claimParts cuts a claim after each group of adjacent markers: the text
+// before [1] is checked against source 1, the text from there to [2]
+// against source 2, and text after the last group belongs to the last
+// part. A claim with one group, or with a part too short to check alone
+// (fewer than three content words), is one part.
+func claimParts(text string) []part {
+	var ends []int
+	last := -1
+	for _, loc := range markerLocs(text) {
+		if last >= 0 && strings.Trim(text[last:loc[0]], " ,;.") == "" {
+			ends[len(ends)-1] = loc[1]
+		} else {
+			ends = append(ends, loc[1])
+		}
+		last = loc[1]
+	}
+	whole := []part{{text: text, markers: markersOf(text)}}
+	if len(ends) < 2 {
+		return whole
+	}
+	ends[len(ends)-1] = len(text)
+	out := make([]part, 0, len(ends))
+	prev := 0
+	for _, e := range ends {
+		seg := text[prev:e]
+		if len(features(stripMarkup(seg)).stems) < 3 {
+			return whole
+		}
+		out = append(out, part{text: seg, markers: markersOf(seg)})
+		prev = e
+	}
+	return out
+}
+
+// markerLocs are the spans of a text's markers, Markdown links left out.
+func markerLocs(text string) [][]int {
+	var out [][]int
 	for _, m := range markerRE.FindAllStringSubmatchIndex(text, -1) {
 		if m[1] < len(text) && text[m[1]] == '(' {
-			continue // a Markdown link, not a marker
+			continue
 		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// markersOf returns the distinct source numbers a text cites, in order;
+// a range "[1-3]" cites each number in it.
+func markersOf(text string) []int {
+	var out []int
+	add := func(n int) {
+		if n > 0 && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for _, m := range markerLocs(text) {
 		for _, p := range strings.Split(text[m[2]:m[3]], ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(p))
-			if err == nil && n > 0 && !slices.Contains(out, n) {
-				out = append(out, n)
+			lo, hi, isRange := strings.Cut(strings.ReplaceAll(p, "–", "-"), "-")
+			a, err := strconv.Atoi(strings.Trim(lo, " ^"))
+			if err != nil {
+				continue
+			}
+			b, err := strconv.Atoi(strings.Trim(hi, " ^"))
+			if !isRange || err != nil || b < a || b-a > 20 {
+				b = a
+			}
+			for n := a; n <= b; n++ {
+				add(n)
 			}
 		}
 	}
@@ -272,5 +281,5 @@ func trimSpan(text string, s, e int) (int, int) {
 // a name, or five content words or more.
 func factual(text string) bool {
 	f := features(stripMarkup(text))
-	return len(f.numbers) > 0 || len(f.names) > 0 || len(f.stems) >= 5
+	return len(f.items) > 0 || len(f.stems) >= 5
 }
