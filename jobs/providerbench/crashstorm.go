@@ -140,10 +140,11 @@ type StormJobs struct {
 	// (attempted_by); Attempts the attempts they ended with: a fetch that
 	// left no attempt was given back.
 	Jobs, Fetches, Attempts int
-	// Rescues counts the rescues the jobs' errors record (a worker gone);
-	// StepRescuesMax is the most times one step lost its worker, as the
-	// rescue recorded it (gb:rescues); Discarded the jobs given up.
-	Rescues, StepRescuesMax, Discarded int
+	// Rescues counts the rescues the jobs' errors record (a worker gone),
+	// JobRescuesMax the most of one job; StepRescuesMax is the most times
+	// one step lost its worker, as the rescue recorded it (gb:rescues);
+	// Discarded counts the jobs given up.
+	Rescues, JobRescuesMax, StepRescuesMax, Discarded int
 	// AttemptMax is the highest attempt a job reached.
 	AttemptMax int
 }
@@ -268,15 +269,15 @@ func (s *stormEnv) startTrees(ctx context.Context, o StormOptions) ([]int64, err
 
 // read fills r with the runs, their step jobs and the ledger.
 func (s *stormEnv) read(ctx context.Context, roots []int64, r *StormResult) error {
-	rows, err := s.pool.Query(ctx, `SELECT name, status, error, id = root_id AND btrim(report) = ''
+	rows, err := s.pool.Query(ctx, `SELECT name, status, error, report, id = root_id
 		FROM gb_agent_research_runs WHERE root_id = ANY($1) ORDER BY id`, roots)
 	if err != nil {
 		return fmt.Errorf("error reading the runs: %w", err)
 	}
 	for rows.Next() {
-		var name, status, msg string
-		var blankRoot bool
-		if err := rows.Scan(&name, &status, &msg, &blankRoot); err != nil {
+		var name, status, msg, report string
+		var root bool
+		if err := rows.Scan(&name, &status, &msg, &report, &root); err != nil {
 			rows.Close()
 			return fmt.Errorf("error reading the runs: %w", err)
 		}
@@ -284,7 +285,7 @@ func (s *stormEnv) read(ctx context.Context, roots []int64, r *StormResult) erro
 		switch {
 		case status != jobs.StatusSucceeded:
 			r.Errors = append(r.Errors, fmt.Sprintf("%s %s: %s", name, status, msg))
-		case blankRoot:
+		case root && strings.TrimSpace(report) == "":
 			r.EmptyRoots++
 		default:
 			r.Succeeded++
@@ -310,12 +311,14 @@ func (s *stormEnv) read(ctx context.Context, roots []int64, r *StormResult) erro
 func readStormJobs(ctx context.Context, pool *pgxpool.Pool, roots []int64) (StormJobs, error) {
 	var j StormJobs
 	err := pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(cardinality(j.attempted_by)), 0),
-			coalesce(sum(j.attempt), 0), coalesce(max(j.attempt), 0),
-			coalesce(sum((SELECT count(*) FROM unnest(j.errors) e WHERE e->>'error' LIKE 'rescued:%')), 0),
-			coalesce(max((j.metadata->>'gb:rescues')::int), 0), count(*) FILTER (WHERE j.state = 'discarded')
-		FROM river_job j JOIN gb_agent_research_runs r ON r.id = (j.args->>'run_id')::bigint
+			coalesce(sum(j.attempt), 0), coalesce(max(j.attempt), 0), coalesce(sum(x.rescues), 0),
+			coalesce(max(x.rescues), 0), coalesce(max((j.metadata->>'gb:rescues')::int), 0),
+			count(*) FILTER (WHERE j.state = 'discarded')
+		FROM river_job j JOIN gb_agent_research_runs r ON r.id = (j.args->>'run_id')::bigint,
+			LATERAL (SELECT count(*) AS rescues FROM unnest(j.errors) e WHERE e->>'error' LIKE 'rescued:%') x
 		WHERE j.kind = $1 AND r.root_id = ANY($2)`, jobs.StepKind, roots).
-		Scan(&j.Jobs, &j.Fetches, &j.Attempts, &j.AttemptMax, &j.Rescues, &j.StepRescuesMax, &j.Discarded)
+		Scan(&j.Jobs, &j.Fetches, &j.Attempts, &j.AttemptMax, &j.Rescues, &j.JobRescuesMax, &j.StepRescuesMax,
+			&j.Discarded)
 	if err != nil {
 		return j, fmt.Errorf("error reading the step jobs: %w", err)
 	}

@@ -51,8 +51,8 @@ func TestCrashStorm(t *testing.T) {
 	t.Logf("%d kills; every tree ended %s after the start; %d of %d runs succeeded, %d roots succeeded with a blank report",
 		r.Kills, r.Took.Round(time.Millisecond), r.Succeeded, r.Runs, r.EmptyRoots)
 	t.Logf("step jobs: %d, fetched %d times, %d attempts spent (%d given back), highest attempt %d; %d rescues, "+
-		"a step rescued at most %d times (gb:rescues); %d discarded", j.Jobs, j.Fetches, j.Attempts, j.GivenBack(),
-		j.AttemptMax, j.Rescues, j.StepRescuesMax, j.Discarded)
+		"a job rescued at most %d times, a step at most %d (gb:rescues); %d discarded", j.Jobs, j.Fetches, j.Attempts,
+		j.GivenBack(), j.AttemptMax, j.Rescues, j.JobRescuesMax, j.StepRescuesMax, j.Discarded)
 	t.Logf("provider: %d requests, %d billed, %d+%d tokens (%d cached), $%.6f; ledger: %d settled (%d at their estimate, "+
 		"%d of them never billed), %d+%d tokens (%d cached), $%.6f, %d open",
 		p.Requests, p.Billed, p.PromptTokens, p.CompletionTokens, p.CachedTokens, p.CostUSD, l.Billed, l.Estimated,
@@ -73,7 +73,8 @@ func TestCrashStorm(t *testing.T) {
 	if r.EmptyRoots != 0 {
 		t.Errorf("%d roots succeeded with a blank report", r.EmptyRoots)
 	}
-	if want := cmp.Or(o.Kills, 8); r.Kills < want {
+	// A faster storm may outlast the trees; eight kills must land on work.
+	if want := min(cmp.Or(o.Kills, 8), 8); r.Kills < want {
 		t.Errorf("%d kills landed before the trees ended; the storm needs %d", r.Kills, want)
 	}
 	for _, m := range l.Mismatches {
