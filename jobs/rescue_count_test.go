@@ -45,8 +45,8 @@ func TestRescuesAreCountedFromWhatEachRescueRecorded(t *testing.T) {
 		t.Helper()
 		var state string
 		var attempt, gotStep, gotRescues int
-		if err := b.pool.QueryRow(ctx, `SELECT state, attempt, (metadata->>'gb:rescued_step')::int,
-			(metadata->>'gb:rescues')::int FROM river_job WHERE args @> jsonb_build_object('run_id', $1::bigint)`,
+		if err := b.pool.QueryRow(ctx, `SELECT state, attempt, coalesce((metadata->>'gb:rescued_step')::int, 0),
+			coalesce((metadata->>'gb:rescues')::int, 0) FROM river_job WHERE args @> jsonb_build_object('run_id', $1::bigint)`,
 			run.ID).Scan(&state, &attempt, &gotStep, &gotRescues); err != nil {
 			t.Fatal(err)
 		}

@@ -201,10 +201,7 @@ func CrashStorm(ctx context.Context, o StormOptions) (StormResult, error) {
 
 // stormEnv is an Env whose agents are worker processes: a starter on the
 // default queue, the provider, a dataset and the trees' users.
-type stormEnv struct {
-	*Env
-	pool *pgxpool.Pool
-}
+type stormEnv struct{ *Env }
 
 // newStormEnv opens the database and starts the provider and the starter.
 func newStormEnv(ctx context.Context, o StormOptions) (_ *stormEnv, err error) {
@@ -213,7 +210,7 @@ func newStormEnv(ctx context.Context, o StormOptions) (_ *stormEnv, err error) {
 		return nil, fmt.Errorf("error opening the database: %w", err)
 	}
 	tag := randomTag()
-	s := &stormEnv{Env: &Env{Pool: pool, Model: ModelDefault, tag: tag, Dataset: "providerbench_" + tag}, pool: pool}
+	s := &stormEnv{&Env{Pool: pool, Model: ModelDefault, tag: tag, Dataset: "providerbench_" + tag}}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -243,7 +240,7 @@ func (s *stormEnv) close() {
 		s.Fake.Close()
 	}
 	s.cleanup()
-	s.pool.Close()
+	s.Pool.Close()
 }
 
 // startTrees starts o.Trees trees, each its own user's, one every
@@ -269,7 +266,7 @@ func (s *stormEnv) startTrees(ctx context.Context, o StormOptions) ([]int64, err
 
 // read fills r with the runs, their step jobs and the ledger.
 func (s *stormEnv) read(ctx context.Context, roots []int64, r *StormResult) error {
-	rows, err := s.pool.Query(ctx, `SELECT name, status, error, report, id = root_id
+	rows, err := s.Pool.Query(ctx, `SELECT name, status, error, report, id = root_id
 		FROM gb_agent_research_runs WHERE root_id = ANY($1) ORDER BY id`, roots)
 	if err != nil {
 		return fmt.Errorf("error reading the runs: %w", err)
@@ -295,12 +292,12 @@ func (s *stormEnv) read(ctx context.Context, roots []int64, r *StormResult) erro
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("error reading the runs: %w", err)
 	}
-	if r.Jobs, err = readStormJobs(ctx, s.pool, roots); err != nil {
+	if r.Jobs, err = readStormJobs(ctx, s.Pool, roots); err != nil {
 		return err
 	}
 	r.Provider = s.Stats()
 	calls := s.Calls()
-	if r.Ledger, err = ReadLedger(ctx, s.pool, roots, calls); err != nil {
+	if r.Ledger, err = ReadLedger(ctx, s.Pool, roots, calls); err != nil {
 		return err
 	}
 	r.Tokens = tokensOf(r.Ledger, calls)

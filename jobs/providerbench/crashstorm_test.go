@@ -16,17 +16,19 @@ import (
 	"github.com/gbresearch/gb/jobs/providerbench"
 )
 
-// TestCrashStorm is the crash storm of issue 28, opt in with
-// GB_BENCH_CRASHSTORM=1 (some 2 to 3 minutes): two `gb worker` processes on
-// one database, the fake provider answering in 300 ms to 1.5 s, six trees
-// of a root and three sub-agents, and eight SIGKILLs in two minutes. Every
-// run succeeds, no root succeeds with a blank report, and the ledger holds
-// each call the provider billed exactly once, with the provider's tokens
-// for every call it settled from an answer.
+// TestCrashStorm is the crash storm, opt in with GB_BENCH_CRASHSTORM=1
+// (some 3 to 4 minutes with the build): two `gb worker` processes on one
+// database, the fake provider answering in 300 ms to 1.5 s, six trees of a
+// root and three sub-agents started 15 s apart, and eight SIGKILLs in two
+// minutes. Every run succeeds, no root succeeds with a blank report, and
+// the ledger holds each call the provider billed exactly once, with the
+// provider's tokens for every call it settled from an answer.
 //
 // GB_BENCH_CRASHSTORM_KILLS and GB_BENCH_CRASHSTORM_OVER (a duration)
 // change the kill rate, GB_BENCH_CRASHSTORM_STAGGER the time between two
-// trees' starts.
+// trees' starts: GB_BENCH_CRASHSTORM_KILLS=24 GB_BENCH_CRASHSTORM_STAGGER=1ms
+// (the trees at once, a kill every 5 s) is a storm in which a step job that
+// spends an attempt at each kill runs out of them.
 func TestCrashStorm(t *testing.T) {
 	if os.Getenv("GB_BENCH_CRASHSTORM") != "1" {
 		t.Skip("a benchmark of some 2 to 3 minutes: set GB_BENCH_CRASHSTORM=1 to run it")
