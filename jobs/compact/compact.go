@@ -28,6 +28,15 @@ const (
 	DefaultLowWater     = 0.50
 	DefaultKeepNewest   = 2
 	DefaultMinStubChars = 600
+	// DefaultMaxOwnChars is the length past which the agent's own
+	// messages and notes are cut to their first fifth of it once the
+	// batch cut passes them.
+	DefaultMaxOwnChars = 2000
+	// DefaultEvidenceChars is the characters of passages a stub keeps.
+	DefaultEvidenceChars = 480
+	// DefaultEvidenceShare is the share of the working budget the stubs'
+	// passages may take before the oldest lose them.
+	DefaultEvidenceShare = 0.20
 )
 
 // levelShrink is how much each level of Fit shrinks the working budget.
@@ -54,6 +63,19 @@ type Config struct {
 	// MinStubChars is the length, in characters, under which a tool result
 	// is never replaced (DefaultMinStubChars).
 	MinStubChars int
+	// MaxOwnChars is the length, in characters, past which the agent's
+	// own message, a note it took (remember's text) or a remember result
+	// is cut to its first MaxOwnChars/5 characters once the batch cut
+	// passes it (DefaultMaxOwnChars).
+	MaxOwnChars int
+	// EvidenceChars is how many characters of its result's passages a
+	// stub keeps, chosen for the task (DefaultEvidenceChars); a negative
+	// value keeps none.
+	EvidenceChars int
+	// EvidenceShare is the share of the working budget the passages kept
+	// by stubs may take: past it, the oldest stubs lose theirs in a batch
+	// that brings them down to half of it (DefaultEvidenceShare).
+	EvidenceShare float64
 	// MaxBudget caps the working budget however large the window, in
 	// prompt tokens: a long research then resends a smaller conversation
 	// at every step, at the price of stubbing pages sooner. 0 means no cap.
@@ -82,6 +104,13 @@ func (c Config) withDefaults() Config {
 	if c.MinStubChars <= 0 {
 		c.MinStubChars = DefaultMinStubChars
 	}
+	if c.MaxOwnChars <= 0 {
+		c.MaxOwnChars = DefaultMaxOwnChars
+	}
+	if c.EvidenceChars == 0 {
+		c.EvidenceChars = DefaultEvidenceChars
+	}
+	c.EvidenceShare = orDefault(c.EvidenceShare, DefaultEvidenceShare)
 	return c
 }
 
@@ -110,8 +139,14 @@ type Result struct {
 	// Stubbed is the number of tool results replaced by a stub.
 	Stubbed int
 	// Trimmed is the number of tool results cut to their head, which
-	// happens only when the newest result alone does not fit.
+	// happens only when the newest results alone do not fit.
 	Trimmed int
+	// Bounded is the number of the agent's own messages, notes and
+	// remember results cut to their start.
+	Bounded int
+	// Kept is the number of stubs that keep passages of their result;
+	// the others (Stubbed less Kept) say only where it was.
+	Kept int
 	// Prompt is the estimated prompt tokens of Request
 	// (llm.EstimatePromptTokens).
 	Prompt int
@@ -155,17 +190,31 @@ func Fit(req llm.Request, cfg Config, level int) Result {
 		low:    int(cfg.LowWater * float64(budget)),
 		budget: budget,
 		keep:   keep,
+		evHigh: int(cfg.EvidenceShare * float64(budget)),
 	}
-	cands := candidates(req.Messages, m.tokens, cfg.MinStubChars)
-	cut := lim.plan(req.Messages, m, cands)
-	prompt := m.total
-	for _, c := range cands[:cut] {
-		out.Messages[c.index].Content = c.stub
-		prompt -= c.saving
+	lim.evLow = lim.evHigh / 2
+	cands := candidates(req.Messages, m.tokens, cfg)
+	at := lim.plan(req.Messages, m, cands)
+	res := Result{Request: out, Prompt: m.total}
+	for i, c := range cands[:at.stubbed] {
+		out.Messages[c.index] = c.repl
+		res.Prompt -= c.saving
+		if i < at.bare {
+			out.Messages[c.index] = c.bare
+			res.Prompt -= c.evidence
+		}
+		switch {
+		case !c.result:
+			res.Bounded++
+		case i >= at.bare && c.evidence > 0:
+			res.Kept++
+			res.Stubbed++
+		default:
+			res.Stubbed++
+		}
 	}
-	res := Result{Request: out, Stubbed: cut, Prompt: prompt}
-	if prompt > budget {
-		trim(&res, req.Messages, m.tokens, cands[cut:], budget)
+	if res.Prompt > budget {
+		trim(&res, req.Messages, m.tokens, cands[at.stubbed:], budget)
 	}
 	res.Fits = res.Prompt <= budget
 	return res

@@ -8,15 +8,25 @@ import (
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
-// trim brings res's prompt within budget when stubbing every result but
-// the newest did not: it cuts the results kept whole, newest first, to
-// their head, with a line that says what was cut and how to read on, or
-// stubs one when not even its head fits. orig is the input conversation,
-// tokens its sizes, kept the candidates res has not stubbed.
+// trim brings res's prompt within budget when the plan did not: it cuts
+// the results kept whole, newest first, to their head, with a line that
+// says what was cut and how to read on, or stubs one when not even its
+// head fits, unless the model has not seen it yet (a result of the latest
+// assistant message), which is never stubbed. orig is the input
+// conversation, tokens its sizes, kept the candidates res has not replaced.
 func trim(res *Result, orig []llm.Message, tokens []int, kept []candidate, budget int) {
 	msgs := res.Request.Messages
+	lastReply := -1
+	for i, m := range orig {
+		if m.Role == llm.RoleAssistant {
+			lastReply = i
+		}
+	}
 	for i := len(kept) - 1; i >= 0 && res.Prompt > budget; i-- {
 		c := kept[i]
+		if !c.result {
+			continue
+		}
 		over := res.Prompt - budget
 		if head, ok := cutToFit(orig[c.index], c.call, tokens[c.index]-over); ok {
 			msgs[c.index].Content = head
@@ -24,8 +34,11 @@ func trim(res *Result, orig []llm.Message, tokens []int, kept []candidate, budge
 			res.Trimmed++
 			continue
 		}
-		msgs[c.index].Content = c.stub
-		res.Prompt -= c.saving
+		if c.index > lastReply {
+			continue
+		}
+		msgs[c.index] = c.bare
+		res.Prompt -= c.saving + c.evidence
 		res.Stubbed++
 	}
 }
