@@ -12,7 +12,7 @@ import (
 // request builds the model request of a step: the system prompt of the
 // run's place in its tree, the conversation and the tools it may call.
 func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (llm.Request, error) {
-	parts := []string{prompts.Research, prompts.Knowledge}
+	parts := []string{prompts.Research, prompts.Knowledge, prompts.Compaction}
 	if a.web() {
 		parts = append(parts, prompts.Web)
 	}
