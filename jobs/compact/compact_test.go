@@ -210,8 +210,8 @@ func TestReadOn(t *testing.T) {
 }
 
 // When what is never replaced is too large on its own, Fits is false, and
-// every replaceable result the model has seen is stubbed while the newest
-// assistant message stays.
+// every replaceable result is stubbed or cut while the newest assistant
+// message stays.
 func TestDoesNotFit(t *testing.T) {
 	var conv conversation
 	conv.user("topic")
@@ -227,14 +227,8 @@ func TestDoesNotFit(t *testing.T) {
 		for level := range 4 {
 			res := Fit(req, cfg, level)
 			checkFit(t, req, cfg, level, res)
-			// The newest result is stubbed only in the second request:
-			// the first is the one the model has not seen.
-			want := 3
-			if name == "assistant message" {
-				want = 4
-			}
-			if res.Fits || res.Stubbed != want {
-				t.Errorf("%s, level %d: fits %v with %d stubs (prompt %d, budget %d)", name, level, res.Fits, res.Stubbed,
+			if res.Fits || res.Stubbed+res.Trimmed != 4 {
+				t.Errorf("%s, level %d: fits %v with %d stubs, %d cut (prompt %d, budget %d)", name, level, res.Fits, res.Stubbed, res.Trimmed,
 					res.Prompt, cfg.Budget(req.MaxCompletionTokens, level))
 			}
 		}
