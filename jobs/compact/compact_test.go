@@ -129,8 +129,8 @@ func TestLevels(t *testing.T) {
 		{12000, 0, 1, 0}, // the two newest do not fit: only one is kept
 		{12000, 1, 1, 0},
 		{12000, 2, 0, 1},
-		{8000, 0, 1, 0},
-		{8000, 1, 0, 1}, // not even the newest fits whole
+		{8000, 0, 0, 1}, // beside the passages the stubs keep, not even the newest fits whole
+		{8000, 1, 0, 1},
 		{8000, 2, 0, 1},
 		{8000, 3, 0, 1},
 	}

@@ -136,7 +136,7 @@ type cuts struct{ stubbed, bare int }
 // over the budget, and never past the latest assistant message: the
 // results it asked for have not been seen yet. Then, when the passages
 // kept by the stubs pass their share, the oldest stubs lose them in a
-// batch. The cuts at a point depend only on the messages before it, and
+// batch, down to half their share. The cuts at a point depend only on the messages before it, and
 // never move back, so consecutive requests share their replacements, and
 // their prefix, until the next batch.
 func (l limits) plan(msgs []llm.Message, s sizes, cands []candidate) cuts {
@@ -187,15 +187,12 @@ func (l limits) advance(at cuts, kept, most, prompt int, saved, ev []int) cuts {
 			at.stubbed = reach(at.stubbed, most, prompt-ev[at.bare]-l.low, saved)
 		}
 	}
-	if ev[at.stubbed]-ev[at.bare] > l.evHigh || over(at, l.budget) {
+	if ev[at.stubbed]-ev[at.bare] > l.evHigh {
 		// The fewest stubs to lose their passages that bring those left
-		// to evLow, and the prompt to the low-water mark if it is over
-		// the budget.
-		need := ev[at.stubbed] - l.evLow
-		if over(at, l.budget) {
-			need = max(need, prompt-saved[at.stubbed]-l.low)
-		}
-		at.bare = reach(at.bare, at.stubbed, need, ev)
+		// to evLow. The passages are the evidence: they lose them for
+		// their share alone, never to make room for the newest results,
+		// which are cut to their head instead (trim).
+		at.bare = reach(at.bare, at.stubbed, ev[at.stubbed]-l.evLow, ev)
 	}
 	return at
 }
