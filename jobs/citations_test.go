@@ -247,7 +247,7 @@ func TestCitationsReviseOutOfBudget(t *testing.T) {
 	model := &citingModel{}
 	b := setup(t, setupOpts{model: model.script()})
 	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID,
-		Topic: "How does sync.Mutex work?", MaxSteps: 10, Citations: jobs.CitationsRevise, MaxTokens: 5700})
+		Topic: "How does sync.Mutex work?", MaxSteps: 10, Citations: jobs.CitationsRevise, MaxTokens: 6000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,9 +114,20 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// scaleStep is the step Scale is rounded up to: the provider's count
+// drifts a little from one request to the next, and a budget that moved
+// with it would move the batches, and bring back results a request before
+// had stubbed.
+const scaleStep = 0.125
+
+// scale is Scale, at least 1, rounded up to a multiple of scaleStep.
+func (c Config) scale() float64 {
+	return math.Ceil(max(c.Scale, 1)/scaleStep) * scaleStep
+}
+
 // Budget is the working budget of a request at a level, in prompt tokens:
 // Window·(1−Margin) less the completion cap, at most MaxBudget, divided by
-// Scale and shrunk by 0.75 for each level.
+// Scale rounded up to an eighth and shrunk by 0.75 for each level.
 // It is math.MaxInt when the window is unknown (0).
 func (c Config) Budget(maxCompletionTokens, level int) int {
 	if c.Window <= 0 {
@@ -127,7 +138,7 @@ func (c Config) Budget(maxCompletionTokens, level int) int {
 	if c.MaxBudget > 0 {
 		w = min(w, float64(c.MaxBudget))
 	}
-	w /= max(c.Scale, 1)
+	w /= c.scale()
 	return int(math.Floor(w * math.Pow(levelShrink, float64(max(level, 0)))))
 }
 
