@@ -1,15 +1,58 @@
 // Package compact fits a model request into its model's context window. It
 // compacts the request, never the stored conversation: old results of tools
 // that can be called again (a fetched page, a document read, a search) are
-// replaced by a one-line stub that says what was there and which call gets
-// it back. The agent's own messages, user messages and short or
-// unrepeatable tool results are always sent as they are.
+// replaced by a stub that says what was there and which call gets it back,
+// and the agent's own long messages and notes (remember's text, and a long
+// remember result) are cut to their start, with a line that says how much
+// is not shown and, for a note, which document holds it whole. User
+// messages and short or unrepeatable tool results are always sent as they
+// are.
 //
-// Compaction is a pure function of the request and the Config, and it keeps
-// the prompt's prefix stable so that a provider's prompt cache keeps
-// working: stubs are placed in batches, decided by replaying the history
-// as it grew (see plan), so that the request of the next step carries the
-// same stubs as this one unless a new batch was cleared.
+// # What the model has not seen
+//
+// The results of the latest assistant message have not been seen by the
+// model yet: they are never stubbed (two pages fetched in one step both
+// arrive whole). When they do not fit beside everything else they are cut
+// to their head, with the call that reads on; they are stubbed only when
+// not even their heads fit, as the step could not be made otherwise.
+//
+// # The evidence a stub keeps
+//
+// A stub keeps, after its one-line call, a block that says it is data: the
+// headings of the result (its lines that start with '#', at most 12 of 80
+// characters) and its key passages, the sentences that share the most
+// words with the research's task (the conversation's first user message),
+// at most three and Config.EvidenceChars characters, quoted verbatim in the
+// result's order. So an agent that never takes a note still sees, beside
+// each source's URL or id, the sentences it would cite, and gb's citation
+// check finds them in the text the tree read.
+//
+// The evidence lives in the stubs rather than in a pack given to the
+// report step because a stub is where its source is named, so passage and
+// source travel together; because it serves every step, not only the
+// report (what to read next, what to quote); and because it is fixed when
+// the stub is made, from the result and the task alone, so it adds nothing
+// that changes from one request to the next. It is bounded twice: each
+// stub keeps at most EvidenceChars characters, and the passages of all the
+// stubs at most EvidenceShare of the working budget; past that the oldest
+// stubs lose theirs in a batch, down to half the share. They never lose
+// them to make room for more pages: the newest results are cut to their
+// head instead.
+//
+// # A stable prefix
+//
+// Compaction is a pure function of the request and the Config, and it
+// keeps the prompt's prefix stable so that a provider's prompt cache keeps
+// working: replacements are made in batches, decided by replaying the
+// history as it grew (see plan), and the cuts at each point of the replay
+// depend only on the messages before it, so they only move forward: the
+// request of the next step carries the same stubs as this one, and more
+// when a new batch was cleared; a stubbed result never comes back whole,
+// and a retried step builds the same request. The provider's token ratio
+// (Scale) is rounded up to an eighth so that its drift does not move the
+// batches. What is cut only because a request does not fit at all (trim),
+// and what a request at a higher level stubs after the provider refused
+// a smaller one, is not part of the plan and may differ in the next step.
 //
 // It may import jobs/llm only.
 package compact
