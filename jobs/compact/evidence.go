@@ -108,7 +108,7 @@ func best(sentences []string, task map[string]bool, maxChars int) []string {
 	hits := map[string]bool{}
 	buf := make([]byte, 0, 64)
 	for i, s := range sentences {
-		if len(strings.Fields(s)) < 3 {
+		if strings.Count(s, " ") < 2 {
 			continue // a label or a number, not a passage
 		}
 		ranked = append(ranked, scored{i, overlap(s, task, hits, buf[:0])})
@@ -170,33 +170,52 @@ func (k kept) render(label string) string {
 
 // overlap is how many distinct words of task sentence s has, as words
 // finds them; hits and buf are scratch space, reused from one sentence to
-// the next, as a long result has hundreds.
+// the next, as a long result has hundreds. ASCII is read a byte at a time.
 func overlap(s string, task map[string]bool, hits map[string]bool, buf []byte) int {
 	if len(task) == 0 {
 		return 0
 	}
 	clear(hits)
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			i += size
-			continue
-		}
 		buf = buf[:0]
 		for i < len(s) {
-			r, size = utf8.DecodeRuneInString(s[i:])
+			c := s[i]
+			if c < utf8.RuneSelf {
+				if !isWordByte(c) {
+					break
+				}
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				buf = append(buf, c)
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(s[i:])
 			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 				break
 			}
 			buf = utf8.AppendRune(buf, unicode.ToLower(r))
 			i += size
 		}
-		w := stem(buf)
-		if task[string(w)] && !hits[string(w)] {
+		if len(buf) == 0 {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			continue
+		}
+		if len(buf) < 3 {
+			continue
+		}
+		if w := stem(buf); task[string(w)] && !hits[string(w)] {
 			hits[string(w)] = true
 		}
 	}
 	return len(hits)
+}
+
+// isWordByte reports whether an ASCII byte is a letter or a digit.
+func isWordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
 // stem drops the final 's' of a word of four letters or more, but not of
