@@ -35,9 +35,9 @@
 // that changes from one request to the next. It is bounded twice: each
 // stub keeps at most EvidenceChars characters, and the passages of all the
 // stubs at most EvidenceShare of the working budget; past that the oldest
-// stubs lose theirs in a batch, down to half the share. They never lose
-// them to make room for more pages: the newest results are cut to their
-// head instead.
+// stubs lose theirs in a batch, down to half the share. They lose them to
+// make room for the newest results only when those would not fit even cut
+// to their head, which is what they are first.
 //
 // # A stable prefix
 //
@@ -268,7 +268,7 @@ func Fit(req llm.Request, cfg Config, level int) Result {
 		}
 	}
 	if res.Prompt > budget {
-		trim(&res, req.Messages, m.tokens, cands[at.stubbed:], budget)
+		trim(&res, req.Messages, m.tokens, cands, at, budget)
 	}
 	res.Fits = res.Prompt <= budget
 	return res

@@ -136,7 +136,9 @@ type cuts struct{ stubbed, bare int }
 // over the budget, and never past the latest assistant message: the
 // results it asked for have not been seen yet. Then, when the passages
 // kept by the stubs pass their share, the oldest stubs lose them in a
-// batch, down to half their share. The cuts at a point depend only on the messages before it, and
+// batch, down to half their share, and so they do, down to the high-water
+// mark, when the prompt would not fit even with the newest results cut to
+// their head. The cuts at a point depend only on the messages before it, and
 // never move back, so consecutive requests share their replacements, and
 // their prefix, until the next batch.
 func (l limits) plan(msgs []llm.Message, s sizes, cands []candidate) cuts {
@@ -163,7 +165,13 @@ func (l limits) plan(msgs []llm.Message, s sizes, cands []candidate) cuts {
 			if len(results) > 0 {
 				keepFrom = results[max(len(results)-l.keep, 0)]
 			}
-			at = l.advance(at, min(keepFrom, visible), visible, prompt, saved, ev)
+			squeeze := 0 // what the results not yet seen would give up cut to their head
+			for _, c := range cands[visible:seen] {
+				if c.result {
+					squeeze += max(s.tokens[c.index]-minHead, 0)
+				}
+			}
+			at = l.advance(at, min(keepFrom, visible), visible, prompt, squeeze, saved, ev)
 		}
 		if b < len(msgs) {
 			prompt += s.tokens[b]
@@ -178,8 +186,9 @@ func (l limits) plan(msgs []llm.Message, s sizes, cands []candidate) cuts {
 // advance is the cuts at a point of the replay: at so far, kept the
 // candidates that may be replaced without touching the newest results,
 // most those that may be replaced at all, prompt the tokens without any
-// replacement.
-func (l limits) advance(at cuts, kept, most, prompt int, saved, ev []int) cuts {
+// replacement, squeeze what the results not yet seen would give up if cut
+// to their head.
+func (l limits) advance(at cuts, kept, most, prompt, squeeze int, saved, ev []int) cuts {
 	over := func(c cuts, mark int) bool { return prompt-saved[c.stubbed]-ev[c.bare] > mark }
 	if over(at, l.high) {
 		at.stubbed = reach(at.stubbed, kept, prompt-ev[at.bare]-l.low, saved)
@@ -187,12 +196,19 @@ func (l limits) advance(at cuts, kept, most, prompt int, saved, ev []int) cuts {
 			at.stubbed = reach(at.stubbed, most, prompt-ev[at.bare]-l.low, saved)
 		}
 	}
+	// The passages are the evidence: the stubs lose them, oldest first,
+	// in a batch down to half their share when they pass it, and only
+	// when the prompt would not fit even with the newest results cut to
+	// their head (trim) otherwise, down to the high-water mark then.
+	need := 0
 	if ev[at.stubbed]-ev[at.bare] > l.evHigh {
-		// The fewest stubs to lose their passages that bring those left
-		// to evLow. The passages are the evidence: they lose them for
-		// their share alone, never to make room for the newest results,
-		// which are cut to their head instead (trim).
-		at.bare = reach(at.bare, at.stubbed, ev[at.stubbed]-l.evLow, ev)
+		need = ev[at.stubbed] - l.evLow
+	}
+	if over(at, l.budget+squeeze) {
+		need = max(need, prompt-squeeze-saved[at.stubbed]-l.high)
+	}
+	if need > ev[at.bare] {
+		at.bare = reach(at.bare, at.stubbed, need, ev)
 	}
 	return at
 }

@@ -11,17 +11,20 @@ import (
 // trim brings res's prompt within budget when the plan did not: it cuts
 // the results kept whole, newest first, to their head, with a line that
 // says what was cut and how to read on, or stubs one when not even its
-// head fits. A result the model has not seen yet (one of the latest
-// assistant message's) is stubbed only when nothing else is left to take
-// out, as the step could not be made at all otherwise. orig is the input
-// conversation, tokens its sizes, kept the candidates res has not replaced.
-func trim(res *Result, orig []llm.Message, tokens []int, kept []candidate, budget int) {
+// head fits. Then, if the prompt is still over, the stubs lose their
+// passages, oldest first; and a result the model has not seen yet (one of
+// the latest assistant message's) is stubbed only when nothing else is
+// left to take out, as the step could not be made at all otherwise. orig
+// is the input conversation, tokens its sizes, cands the candidates, of
+// which the plan replaced those before at.
+func trim(res *Result, orig []llm.Message, tokens []int, cands []candidate, at cuts, budget int) {
 	lastReply := -1
 	for i, m := range orig {
 		if m.Role == llm.RoleAssistant {
 			lastReply = i
 		}
 	}
+	kept := cands[at.stubbed:]
 	var unseen []candidate
 	for i := len(kept) - 1; i >= 0 && res.Prompt > budget; i-- {
 		c := kept[i]
@@ -33,6 +36,16 @@ func trim(res *Result, orig []llm.Message, tokens []int, kept []candidate, budge
 			continue
 		}
 		res.stub(c)
+	}
+	for _, c := range cands[at.bare:at.stubbed] {
+		if res.Prompt <= budget {
+			return
+		}
+		if c.result && c.evidence > 0 {
+			res.Request.Messages[c.index] = c.bare
+			res.Prompt -= c.evidence
+			res.Kept--
+		}
 	}
 	for _, c := range unseen {
 		if res.Prompt <= budget {
