@@ -128,7 +128,7 @@ func TestBudgetWaitOnTheLastAttemptSpendsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{noWork: true})
 	ctx := context.Background()
-	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "q", MaxTokens: 2000})
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "q", MaxTokens: 2400})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestBudgetWaitOnTheLastAttemptSpendsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := b.pool.Exec(ctx, `INSERT INTO gb_model_calls (job_id, attempt, run_id, root_id, status, reserved_tokens,
-		job_attempted_at) SELECT $1, 1, $2, $2, 'reserved', 2000, attempted_at FROM river_job WHERE id = $1`, holder, run.ID); err != nil {
+		job_attempted_at) SELECT $1, 1, $2, $2, 'reserved', 2400, attempted_at FROM river_job WHERE id = $1`, holder, run.ID); err != nil {
 		t.Fatal(err)
 	}
 	model := &meteredModel{prompt: 20, completion: 10, fn: func(context.Context, llm.Request) (llm.Message, error) {

@@ -58,7 +58,7 @@ func (a *Agent) systemPrompt(run *Run, names []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	parts := []string{prompts.Research, sources}
+	parts := []string{prompts.Research, sources, prompts.Compaction}
 	add := func(part string, ok bool) {
 		if ok {
 			parts = append(parts, part)

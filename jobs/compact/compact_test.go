@@ -129,8 +129,8 @@ func TestLevels(t *testing.T) {
 		{12000, 0, 1, 0}, // the two newest do not fit: only one is kept
 		{12000, 1, 1, 0},
 		{12000, 2, 0, 1},
-		{8000, 0, 1, 0},
-		{8000, 1, 0, 1}, // not even the newest fits whole
+		{8000, 0, 0, 1}, // beside the passages the stubs keep, not even the newest fits whole
+		{8000, 1, 0, 1},
 		{8000, 2, 0, 1},
 		{8000, 3, 0, 1},
 	}
@@ -210,7 +210,8 @@ func TestReadOn(t *testing.T) {
 }
 
 // When what is never replaced is too large on its own, Fits is false, and
-// every replaceable result is stubbed while the agent's own messages stay.
+// every replaceable result is stubbed or cut while the newest assistant
+// message stays.
 func TestDoesNotFit(t *testing.T) {
 	var conv conversation
 	conv.user("topic")
@@ -226,8 +227,8 @@ func TestDoesNotFit(t *testing.T) {
 		for level := range 4 {
 			res := Fit(req, cfg, level)
 			checkFit(t, req, cfg, level, res)
-			if res.Fits || res.Stubbed != 4 {
-				t.Errorf("%s, level %d: fits %v with %d stubs (prompt %d, budget %d)", name, level, res.Fits, res.Stubbed,
+			if res.Fits || res.Stubbed+res.Trimmed != 4 {
+				t.Errorf("%s, level %d: fits %v with %d stubs, %d cut (prompt %d, budget %d)", name, level, res.Fits, res.Stubbed, res.Trimmed,
 					res.Prompt, cfg.Budget(req.MaxCompletionTokens, level))
 			}
 		}

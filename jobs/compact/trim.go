@@ -8,26 +8,79 @@ import (
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
-// trim brings res's prompt within budget when stubbing every result but
-// the newest did not: it cuts the results kept whole, newest first, to
-// their head, with a line that says what was cut and how to read on, or
-// stubs one when not even its head fits. orig is the input conversation,
-// tokens its sizes, kept the candidates res has not stubbed.
-func trim(res *Result, orig []llm.Message, tokens []int, kept []candidate, budget int) {
-	msgs := res.Request.Messages
+// trim brings res's prompt within budget when the plan did not: it cuts
+// the results kept whole, newest first, to their head, with a line that
+// says what was cut and how to read on, or stubs one when not even its
+// head fits. Then, if the prompt is still over, the stubs lose their
+// passages, oldest first; and a result the model has not seen yet (one of
+// the latest assistant message's) is stubbed only when nothing else is
+// left to take out, as the step could not be made at all otherwise. orig
+// is the input conversation, tokens its sizes, cands the candidates, of
+// which the plan replaced those before at.
+func trim(res *Result, orig []llm.Message, tokens []int, cands []candidate, at cuts, budget int) {
+	lastReply := -1
+	for i, m := range orig {
+		if m.Role == llm.RoleAssistant {
+			lastReply = i
+		}
+	}
+	kept := cands[at.stubbed:]
+	var unseen []candidate
 	for i := len(kept) - 1; i >= 0 && res.Prompt > budget; i-- {
 		c := kept[i]
-		over := res.Prompt - budget
-		if head, ok := cutToFit(orig[c.index], c.call, tokens[c.index]-over); ok {
-			msgs[c.index].Content = head
-			res.Prompt += messageTokens(msgs[c.index]) - tokens[c.index]
-			res.Trimmed++
+		if !c.result || trimOne(res, orig, tokens, c, budget) {
 			continue
 		}
-		msgs[c.index].Content = c.stub
-		res.Prompt -= c.saving
-		res.Stubbed++
+		if c.index > lastReply {
+			unseen = append(unseen, c)
+			continue
+		}
+		res.stub(c)
 	}
+	for _, c := range cands[at.bare:at.stubbed] {
+		if res.Prompt <= budget {
+			return
+		}
+		if c.result && c.evidence > 0 {
+			res.Request.Messages[c.index] = c.bare
+			res.Prompt -= c.evidence
+			res.Kept--
+		}
+	}
+	for _, c := range unseen {
+		if res.Prompt <= budget {
+			return
+		}
+		res.stub(c)
+	}
+}
+
+// minHead is the fewest tokens a result cut to its head takes when it
+// cannot take out all that is over the budget on its own: the results
+// before it are cut for the rest.
+const minHead = 300
+
+// trimOne cuts the result of c to the head that brings res's prompt
+// within budget, or to minHead tokens when that is less than its note
+// alone; false when it cannot be cut.
+func trimOne(res *Result, orig []llm.Message, tokens []int, c candidate, budget int) bool {
+	msgs := res.Request.Messages
+	over := res.Prompt - budget
+	head, ok := cutToFit(orig[c.index], c.call, max(tokens[c.index]-over, minHead))
+	if !ok {
+		return false
+	}
+	msgs[c.index].Content = head
+	res.Prompt += messageTokens(msgs[c.index]) - tokens[c.index]
+	res.Trimmed++
+	return true
+}
+
+// stub replaces c's result by its stub without passages.
+func (res *Result) stub(c candidate) {
+	res.Request.Messages[c.index] = c.bare
+	res.Prompt -= c.saving + c.evidence
+	res.Stubbed++
 }
 
 // cutToFit cuts the content of m, the result of call, to at most target

@@ -8,6 +8,7 @@ import (
 	"github.com/gbresearch/gb/infra/openai"
 	"github.com/gbresearch/gb/infra/openai/openaifake"
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/cite"
 )
 
 // LongOptions size a long research.
@@ -24,6 +25,13 @@ type LongOptions struct {
 	// NoCompaction sends the whole conversation at every step, against a
 	// window large enough to hold it (the baseline).
 	NoCompaction bool
+	// QuoteInView makes the research's writer one that quotes, for its
+	// report, only what is still in its prompt (inViewBrain), and checks
+	// the report's citations (flag).
+	QuoteInView bool
+	// PagesPerStep is how many pages a step of that writer fetches
+	// (default 1).
+	PagesPerStep int
 }
 
 // LongResult is what a long research cost.
@@ -39,6 +47,25 @@ type LongResult struct {
 	MaxPrompt int
 	Provider  openaifake.Stats
 	Ledger    Ledger
+	// Citations are the counts of gb's check of the report's citations
+	// against what the research read (with QuoteInView).
+	Citations *cite.Counts
+	// Seen is what the requests showed of the results before them (with
+	// QuoteInView).
+	Seen Seen
+}
+
+// Seen is what the requests of a research showed of the results before
+// them.
+type Seen struct {
+	// UnseenStubbed counts results sent as a stub in the first request
+	// after their step, before the model saw them.
+	UnseenStubbed int
+	// Returned counts results sent whole after a request had stubbed them.
+	Returned int
+	// Several counts the requests after a step of several results, and
+	// AllWhole those of them that held all of the step's results whole.
+	Several, AllWhole int
 }
 
 var reportPage = regexp.MustCompile(`\[\d+\] http://127\.0\.0\.1:\d+/page/\d+`)
@@ -62,12 +89,20 @@ func LongResearch(ctx context.Context, o LongOptions) (LongResult, error) {
 	spec.ContextWindow, spec.MaxCompletion = window, max(spec.MaxCompletion, 16_384)
 	o.Provider.Models = map[string]openaifake.ModelSpec{model: spec}
 	o.Profiles = map[string]openai.ProfileOverride{model: {ContextWindow: window}}
-	e, err := newEnv(ctx, o.EnvOptions, o.PageSize, readingBrain)
+	brain := readingBrain
+	var w *watch
+	params := jobs.StartParams{Topic: "tidal stream output, page by page", MaxSteps: o.Steps}
+	if o.QuoteInView {
+		w = &watch{}
+		brain = inViewBrain(max(o.PagesPerStep, 1), w)
+		params.Citations = jobs.CitationsFlag
+	}
+	e, err := newEnv(ctx, o.EnvOptions, o.PageSize, brain)
 	if err != nil {
 		return LongResult{}, err
 	}
 	defer e.Close()
-	run, err := e.Start(ctx, jobs.StartParams{Topic: "tidal stream output, page by page", MaxSteps: o.Steps})
+	run, err := e.Start(ctx, params)
 	if err != nil {
 		return LongResult{}, err
 	}
@@ -79,7 +114,10 @@ func LongResearch(ctx context.Context, o LongOptions) (LongResult, error) {
 		return LongResult{}, err
 	}
 	r := LongResult{Status: done.Status, Error: done.Error, Steps: done.Steps, Provider: e.Stats(),
-		Cited: len(reportPage.FindAllString(done.Report, -1))}
+		Cited: len(reportPage.FindAllString(done.Report, -1)), Citations: done.Citations}
+	if w != nil {
+		r.Seen = Seen{UnseenStubbed: w.UnseenStubbed, Returned: w.Returned, Several: w.Several, AllWhole: w.AllWhole}
+	}
 	for _, c := range e.Calls() {
 		r.MaxPrompt = max(r.MaxPrompt, c.PromptTokens)
 	}
