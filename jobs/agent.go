@@ -112,6 +112,9 @@ type Config struct {
 	// weak, one small call each (citations_judge.go); it must be the
 	// default model or one of Deps.Models.
 	VerifyModel string
+	// Outage says how long and how steps wait out a provider that is down
+	// (breaker.go, outage.go).
+	Outage OutageConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -128,6 +131,7 @@ func (c Config) withDefaults() Config {
 	c.MaxReportChars = cmp.Or(c.MaxReportChars, MaxReportCharsDefault)
 	c.Queue = cmp.Or(c.Queue, river.QueueDefault)
 	c.WebhookRetryBase = cmp.Or(c.WebhookRetryBase, WebhookRetryBaseDefault)
+	c.Outage = c.Outage.withDefaults(c.StepTimeout)
 	return c
 }
 
@@ -153,6 +157,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxCostUSD < 0 || c.MaxTokens < 0 {
 		return errors.New("budgets must not be negative")
+	}
+	if err := c.Outage.validate(); err != nil {
+		return fmt.Errorf("outage settings: %w", err)
 	}
 	return nil
 }
