@@ -40,8 +40,8 @@ const (
 	// unreachable) waits for it, its step back in the queue (outage.go).
 	StateWaitingProvider = "waiting_provider"
 	StateDone            = "done"
-	StateFailed        = "failed"
-	StateTimedOut      = "timed_out"
+	StateFailed          = "failed"
+	StateTimedOut        = "timed_out"
 )
 
 // ErrNotFound is returned for a run that does not exist or that the caller
