@@ -96,11 +96,12 @@ type gate struct {
 // re-reads the row it locks, so of calls that race only one claims it;
 // the SELECT sees the row as it was before the claim.
 const gateSQL = `WITH claim AS (
-		UPDATE gb_provider_breakers SET probe_until = clock_timestamp() + make_interval(secs => $2),
+		UPDATE gb_provider_breakers SET probe_until = clock_timestamp() + make_interval(secs => $2::float8),
 			probes = probes + 1, updated_at = clock_timestamp()
 		WHERE key = $1 AND opened_at IS NOT NULL AND probe_until <= clock_timestamp() AND next_probe_at <= clock_timestamp()
 		RETURNING key)
-	SELECT b.opened_at IS NOT NULL, EXISTS (SELECT 1 FROM claim), greatest(b.next_probe_at, b.probe_until), b.last_error
+	SELECT b.opened_at IS NOT NULL, EXISTS (SELECT 1 FROM claim), greatest(b.next_probe_at, b.probe_until, 'epoch'),
+		b.last_error
 	FROM gb_provider_breakers b WHERE b.key = $1`
 
 // gate reads the breaker of model key before a call and claims the probe
@@ -125,31 +126,30 @@ func (a *Agent) gate(ctx context.Context, key string) (gate, error) {
 // each failure while it is open puts the next probe a backoff further
 // (full jitter, from $5 seconds doubling up to $6). $7 says the call was
 // the probe, whose lease it gives up. It returns whether the breaker is
-// open, when the next call may go out, and whether this failure opened it.
-const failedSQL = `WITH old AS (SELECT opened_at FROM gb_provider_breakers WHERE key = $1 FOR UPDATE),
-	up AS (
-		INSERT INTO gb_provider_breakers AS b (key, provider, failures, first_failed_at, last_failed_at,
-			first_error, last_error, opened_at, next_probe_at)
-		VALUES ($1, $2, 1, clock_timestamp(), clock_timestamp(), $3, $3,
-			CASE WHEN $4 <= 1 THEN clock_timestamp() END,
-			clock_timestamp() + make_interval(secs => random() * least($6, $5)))
-		ON CONFLICT (key) DO UPDATE SET
-			provider = excluded.provider,
-			failures = b.failures + 1,
-			first_failed_at = CASE WHEN b.failures = 0 THEN excluded.first_failed_at ELSE b.first_failed_at END,
-			first_error = CASE WHEN b.failures = 0 THEN excluded.first_error ELSE b.first_error END,
-			last_failed_at = excluded.last_failed_at, last_error = excluded.last_error,
-			opened_at = CASE WHEN b.opened_at IS NULL AND b.failures + 1 >= $4 THEN excluded.last_failed_at
-				ELSE b.opened_at END,
-			probes = CASE WHEN b.opened_at IS NULL THEN 0 ELSE b.probes END,
-			next_probe_at = CASE WHEN b.opened_at IS NOT NULL OR b.failures + 1 >= $4
-				THEN excluded.last_failed_at + make_interval(secs => random() *
-					least($6, $5 * power(2, least(greatest(b.failures + 1 - $4, 0), 20))))
-				ELSE b.next_probe_at END,
-			probe_until = CASE WHEN $7 THEN '-infinity' ELSE b.probe_until END,
-			updated_at = excluded.last_failed_at
-		RETURNING opened_at, greatest(next_probe_at, probe_until) AS at)
-	SELECT up.opened_at IS NOT NULL, up.at, up.opened_at IS NOT NULL AND (SELECT opened_at FROM old) IS NULL FROM up`
+// open, when the next call may go out, and whether this failure opened it
+// (its opened_at is this statement's time).
+const failedSQL = `INSERT INTO gb_provider_breakers AS b (key, provider, failures, first_failed_at, last_failed_at,
+		first_error, last_error, opened_at, next_probe_at)
+	SELECT $1, $2::text, 1, t.now, t.now, $3::text, $3::text, CASE WHEN $4::int <= 1 THEN t.now END,
+		t.now + make_interval(secs => random() * least($6::float8, $5::float8))
+	FROM (SELECT clock_timestamp() AS now) t
+	ON CONFLICT (key) DO UPDATE SET
+		provider = excluded.provider,
+		failures = b.failures + 1,
+		first_failed_at = CASE WHEN b.failures = 0 THEN excluded.first_failed_at ELSE b.first_failed_at END,
+		first_error = CASE WHEN b.failures = 0 THEN excluded.first_error ELSE b.first_error END,
+		last_failed_at = excluded.last_failed_at, last_error = excluded.last_error,
+		opened_at = CASE WHEN b.opened_at IS NULL AND b.failures + 1 >= $4::int THEN excluded.last_failed_at
+			ELSE b.opened_at END,
+		probes = CASE WHEN b.opened_at IS NULL THEN 0 ELSE b.probes END,
+		next_probe_at = CASE WHEN b.opened_at IS NOT NULL OR b.failures + 1 >= $4::int
+			THEN excluded.last_failed_at + make_interval(secs => random() *
+				least($6::float8, $5::float8 * power(2, least(greatest(b.failures + 1 - $4::int, 0), 20))))
+			ELSE b.next_probe_at END,
+		probe_until = CASE WHEN $7::boolean THEN '-infinity' ELSE b.probe_until END,
+		updated_at = excluded.last_failed_at
+	RETURNING opened_at IS NOT NULL, greatest(next_probe_at, probe_until, 'epoch'),
+		opened_at IS NOT NULL AND opened_at = last_failed_at`
 
 // failed counts a transient failure of a call of model key against its
 // breaker and says whether it is open and when the next call may go out.
@@ -246,7 +246,7 @@ const (
 const breakersSQL = `SELECT b.key, b.provider,
 		CASE WHEN b.opened_at IS NULL THEN 'closed' WHEN b.probe_until > now() THEN 'probing' ELSE 'open' END,
 		b.failures, b.opened_at, b.first_failed_at, b.last_failed_at, b.first_error, b.last_error,
-		CASE WHEN b.opened_at IS NOT NULL THEN greatest(b.next_probe_at, b.probe_until) END, b.probes, b.closed_at,
+		CASE WHEN b.opened_at IS NOT NULL THEN greatest(b.next_probe_at, b.probe_until, 'epoch') END, b.probes, b.closed_at,
 		(SELECT count(*) FROM gb_agent_research_runs r WHERE r.ended_at IS NULL AND r.state = 'waiting_provider'
 			AND r.provider_wait->>'model' = b.key)::int
 	FROM gb_provider_breakers b ORDER BY b.key`
