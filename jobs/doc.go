@@ -57,7 +57,10 @@ prompts in jobs/prompts.
 budget.go keeps a tree within its budget: each call reserves what it may
 cost, with the root locked, and a share is kept for the root's report;
 budget_start.go checks a budget a research asks for. ratelimit.go shares
-each model's provider limits among all workers through Postgres. calls.go
+each model's provider limits among all workers through Postgres, and
+breaker.go its circuit breaker: after transient failures in a row only one
+probe call at a time goes out. outage.go is how a step waits out a
+provider that is down (state waiting_provider, up to the outage horizon). calls.go
 is the ledger of model calls, one row a call, settled whatever happens to
 its step.
 

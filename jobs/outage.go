@@ -148,6 +148,10 @@ func (a *Agent) waitForProvider(ctx context.Context, t *turn, msg string, at tim
 	if now.Sub(w.Since) >= o.Horizon {
 		return a.endOutage(ctx, t, w, now)
 	}
+	if run.Deadline != nil && !now.Before(*run.Deadline) {
+		// The run's own wall clock ran out while it waited: it ends timed_out.
+		return fmt.Errorf("run %d waiting for %s: %w", run.ID, key, errWallClock)
+	}
 	w.NextTry = a.nextTry(run, w.Tries, at, now)
 	if err := a.recordWait(ctx, run, w, first); err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 // This file is the agent's OpenTelemetry instrumentation: the spans of a
 // step job, a step, a model call and a tool call, and the metrics of
 // steps, tokens, cost, model latency, queue latency, refusals for want of
-// capacity and repairs. The spans and metrics of model calls and tools
+// capacity, repairs and what the providers' breakers did. The spans and metrics of model calls and tools
 // follow the OpenTelemetry semantic conventions for generative AI; the
 // rest are gb's own (gb.*). The trace context of runs is in trace.go.
 //
