@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/jobs"
@@ -268,5 +270,55 @@ func TestOutagePastTheHorizonEndsTheRunNamingIt(t *testing.T) {
 	}
 	if waited := done.EndedAt.Sub(seen.ProviderWait.Since); waited < cfg.Outage.Horizon {
 		t.Errorf("ended %s after the first failure, want at least the horizon %s", waited, cfg.Outage.Horizon)
+	}
+}
+
+// The breaker's openings, probes and closing are counted by the metric
+// gb.provider.breaker, by model.
+func TestBreakerIsMetered(t *testing.T) {
+	t.Parallel()
+	m := &downModel{}
+	m.down.Store(true)
+	pool := dbtest.NewPool(t)
+	b := setupOn(t, pool, setupOpts{model: m.model(), noWork: true})
+	reader := sdkmetric.NewManualReader()
+	w, err := jobs.New(jobs.Deps{Pool: pool, Model: m.model(), Work: true, Config: quickConfig,
+		Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "tides"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunState(t, pool, run.ID, "probing", func(r *jobs.Run) bool {
+		return r.ProviderWait != nil && r.ProviderWait.Tries > quickOutage.Threshold+1
+	})
+	m.down.Store(false)
+	if done := waitEnded(t, pool, run.ID, 30*time.Second); done.Status != jobs.StatusSucceeded {
+		t.Fatalf("%s %q", done.Status, done.Error)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if mt.Name != "gb.provider.breaker" {
+				continue
+			}
+			for _, dp := range mt.Data.(metricdata.Sum[int64]).DataPoints {
+				ev, _ := dp.Attributes.Value("gb.breaker.event")
+				got[ev.AsString()] += dp.Value
+			}
+		}
+	}
+	if got["opened"] != 1 || got["probe"] < 1 || got["closed"] != 1 {
+		t.Errorf("gb.provider.breaker %v: want it opened once, probed and closed once", got)
 	}
 }
