@@ -322,3 +322,55 @@ func TestBreakerIsMetered(t *testing.T) {
 		t.Errorf("gb.provider.breaker %v: want it opened once, probed and closed once", got)
 	}
 }
+
+// When a breaker closes, the snoozed steps of the runs waiting for its
+// model are made due at their trees' starts, so that River takes the
+// oldest tree's first; other runs' steps keep their time.
+func TestClosingBreakerWakesWaitersInTreeOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{noWork: true})
+	ctx := context.Background()
+	var ids []int64
+	for i := range 3 {
+		user := newUser(t, b.pool, fmt.Sprintf("wake%d", i))
+		run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: user, Topic: fmt.Sprintf("topic %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, run.ID)
+	}
+	// The first two wait for model m, snoozed an hour; the third waits for
+	// nothing, snoozed too.
+	if _, err := b.pool.Exec(ctx, `UPDATE gb_agent_research_runs SET state = 'waiting_provider',
+		provider_wait = '{"model":"m"}' WHERE id = ANY($1)`, ids[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pool.Exec(ctx, `UPDATE river_job SET state = 'scheduled', scheduled_at = now() + interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := jobs.WakeProviderWaitsForTest(ctx, b.pool, "m")
+	if err != nil || n != 2 {
+		t.Fatalf("woke %d (%v), want the 2 steps waiting for m", n, err)
+	}
+	rows, err := b.pool.Query(ctx, `SELECT (j.args->>'run_id')::bigint, j.scheduled_at <= now(), j.scheduled_at = r.tree_started_at
+		FROM river_job j JOIN gb_agent_research_runs r ON r.id = (j.args->>'run_id')::bigint ORDER BY j.scheduled_at, j.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var order []int64
+	for rows.Next() {
+		var id int64
+		var due, atTree bool
+		if err := rows.Scan(&id, &due, &atTree); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, id)
+		if waits := id != ids[2]; due != waits || (waits && !atTree) {
+			t.Errorf("run %d: due %v at its tree's start %v", id, due, atTree)
+		}
+	}
+	if len(order) != 3 || order[0] != ids[0] || order[1] != ids[1] || order[2] != ids[2] {
+		t.Errorf("queue order %v, want %v: the waiting steps by tree age, then the one still snoozed", order, ids)
+	}
+}

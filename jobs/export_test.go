@@ -81,3 +81,9 @@ func BreakerGateForTest(ctx context.Context, pool *pgxpool.Pool, o OutageConfig,
 	g, err := a.gate(ctx, model)
 	return g.probe, err
 }
+
+// WakeProviderWaitsForTest makes the steps waiting for model due, as a
+// closing breaker does.
+func WakeProviderWaitsForTest(ctx context.Context, pool *pgxpool.Pool, model string) (int, error) {
+	return wakeProviderWaits(ctx, pool, model)
+}
