@@ -66,3 +66,29 @@ func TestProviderWaitLine(t *testing.T) {
 		}
 	}
 }
+
+// gb research get shows what a run waiting for its provider waits for, and
+// follow says when a run starts waiting.
+func TestRunWaitingForItsProviderIsShown(t *testing.T) {
+	t.Parallel()
+	since := time.Now().Add(-time.Minute)
+	d := &jobs.RunDetails{Run: &jobs.Run{ID: 7, Status: "working", State: jobs.StateWaitingProvider,
+		ProviderWait: &jobs.ProviderWait{Provider: "openai", Model: "gpt-4o-mini", Since: since, LastError: "529 Overloaded",
+			Tries: 4, NextTry: since.Add(90 * time.Second)}}}
+	var b strings.Builder
+	if err := printDetails(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); !strings.Contains(got, "waiting_provider") || !strings.Contains(got, "529 Overloaded") ||
+		!strings.Contains(got, "4 tries") {
+		t.Errorf("get view lacks the provider wait:\n%s", got)
+	}
+	data, _ := json.Marshal(map[string]any{"provider": "openai", "model": "gpt-4o-mini", "error": "503 down",
+		"next_try": since.Add(time.Minute)})
+	b.Reset()
+	printProviderWaits(&b, []jobs.Event{{RunID: 7, Kind: jobs.EventStep}, {RunID: 7, Kind: jobs.EventWaitingProvider, Data: data}})
+	if got := b.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "run 7 waits for its provider") ||
+		!strings.Contains(got, "503 down") {
+		t.Errorf("follow printed %q, want one line for the waiting_provider event", got)
+	}
+}
