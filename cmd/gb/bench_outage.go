@@ -109,8 +109,9 @@ func printOutageResearch(w io.Writer, r providerbench.OutageResearchResult) {
 		r.Elapsed.Round(time.Second), len(r.Report), errorNote(r.Error))
 	fmt.Fprintf(w, "  %s\n", r.Outage)
 	fmt.Fprintf(w, "  the run during the outage (API): %s\n", r.Outage.Sample)
-	fmt.Fprintf(w, "  provider: %d requests, %d billed, $%.6f; ledger: %d billed, $%.6f, %d mismatches\n",
-		r.Provider.Requests, r.Provider.Billed, r.Provider.CostUSD, r.Ledger.Billed, r.Ledger.CostUSD, len(r.Ledger.Mismatches))
+	fmt.Fprintf(w, "  provider: %d requests, %d billed, $%.6f; ledger: %d billed (%d at an estimate, %d of them unbilled), $%.6f, %d mismatches\n",
+		r.Provider.Requests, r.Provider.Billed, r.Provider.CostUSD, r.Ledger.Billed, r.Ledger.Estimated,
+		r.Ledger.EstimatedUnbilled, r.Ledger.CostUSD, len(r.Ledger.Mismatches))
 }
 
 func printOutageTrees(w io.Writer, r providerbench.OutageTreesResult) {
