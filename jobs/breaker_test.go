@@ -374,3 +374,26 @@ func TestClosingBreakerWakesWaitersInTreeOrder(t *testing.T) {
 		t.Errorf("queue order %v, want %v: the waiting steps by tree age, then the one still snoozed", order, ids)
 	}
 }
+
+// A run's own wall clock still applies while it waits for its provider:
+// past its deadline it ends timed_out, not after the outage horizon.
+func TestWallClockEndsARunWaitingForItsProvider(t *testing.T) {
+	t.Parallel()
+	m := &downModel{}
+	m.down.Store(true)
+	b := setup(t, setupOpts{model: m.model(), config: quickConfig})
+	ctx := context.Background()
+	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "tides"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRunState(t, b.pool, run.ID, "waiting", func(r *jobs.Run) bool { return r.State == jobs.StateWaitingProvider })
+	// The cap of a sub-agent's type, given to this run.
+	if _, err := b.pool.Exec(ctx, `UPDATE gb_agent_research_runs SET deadline = now() + interval '1 second' WHERE id = $1`,
+		run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if done := waitEnded(t, b.pool, run.ID, 30*time.Second); done.Status != jobs.StatusTimedOut {
+		t.Fatalf("%s %q: want it timed out at its wall-clock cap", done.Status, done.Error)
+	}
+}
