@@ -116,6 +116,9 @@ type Config struct {
 	// JudgeOff turns the citation judge off: the lexical check alone
 	// decides (for cost, or to measure it alone).
 	JudgeOff bool
+	// Outage says how long and how steps wait out a provider that is down
+	// (breaker.go, outage.go).
+	Outage OutageConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -132,6 +135,7 @@ func (c Config) withDefaults() Config {
 	c.MaxReportChars = cmp.Or(c.MaxReportChars, MaxReportCharsDefault)
 	c.Queue = cmp.Or(c.Queue, river.QueueDefault)
 	c.WebhookRetryBase = cmp.Or(c.WebhookRetryBase, WebhookRetryBaseDefault)
+	c.Outage = c.Outage.withDefaults(c.StepTimeout)
 	return c
 }
 
@@ -157,6 +161,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxCostUSD < 0 || c.MaxTokens < 0 {
 		return errors.New("budgets must not be negative")
+	}
+	if err := c.Outage.validate(); err != nil {
+		return fmt.Errorf("outage settings: %w", err)
 	}
 	return nil
 }

@@ -17,12 +17,15 @@ import (
 // stored conversation (compacted to fit the model's window, with a
 // completion cap sized to what the call is for), admits it against the
 // tree's budget and the model's shared rate limit, calls the model, and
-// decides what a failed call means. A call that cannot get capacity goes
-// back to the queue without spending an attempt; an answer that did not
-// fit the window is asked again compacted harder, and in the end as the
-// agent's report; a transient failure or an unusable answer spends an
-// attempt and is retried by River after a jittered backoff; only a
-// request the provider rejects as such fails the run.
+// decides what a failed call means. A call that cannot get capacity, or
+// that the model's open breaker holds back, goes back to the queue without
+// spending an attempt; so does a transient failure (the provider down,
+// overloaded or unreachable), waited out with backoff up to the outage
+// horizon (outage.go); an answer that did not fit the window is asked
+// again compacted harder, and in the end as the agent's report; an
+// unusable answer spends an attempt and is retried by River after a
+// jittered backoff; only a request the provider rejects as such fails the
+// run.
 
 // maxCompactLevel is how much harder than usual a step compacts its
 // request after the provider said it did not fit, before it asks for the
@@ -66,7 +69,14 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 			why := "the conversation does not fit the model's context window, even compacted"
 			return nil, a.endWithFindings(ctx, t, why)
 		}
+		probe, err := a.gateCall(ctx, t) // an open breaker holds the call back
+		if err != nil {
+			return nil, err
+		}
 		ad, err := a.admit(ctx, t, step, &req, closing)
+		if probe && (err != nil || ad.verdict != admitted) {
+			a.releaseProbe(ctx, t) // no call: another step may probe
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -102,6 +112,7 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 		resp, err := a.complete(ctx, run, a.modelFor(run), req) // Complete in a chat span (telemetry.go)
 		a.observe(ctx, run, resp.Limits, err)
 		if err == nil {
+			a.providerAnswered(ctx, t)
 			own := llm.EstimatePromptTokens(req)
 			a.rate.learn(ad.call.model, own, resp.Usage.PromptTokens)
 			if own > 0 && resp.Usage.PromptTokens > 0 {
@@ -111,9 +122,17 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 				reportCap: a.reportCapOf(t, lim), latency: time.Since(callStart)}, nil
 		}
 		a.settleFailed(ctx, ad.call, err)
+		if transientFailure(ctx, err) {
+			// The provider is down or unreachable: wait it out (outage.go).
+			return nil, a.providerFailed(ctx, t, err, probe)
+		}
 		if interrupted(ctx) {
+			if probe {
+				a.releaseProbe(ctx, t)
+			}
 			return nil, err
 		}
+		a.providerAnswered(ctx, t)
 		switch {
 		case errors.Is(err, llm.ErrContextLength), errors.Is(err, llm.ErrTooLarge):
 			// A window smaller than gb knew is kept for every worker and the

@@ -61,7 +61,10 @@ budget on a model with no price). ratelimit.go shares each model's
 provider limits among all workers through Postgres, the lower of the
 configured and the provider's governing; windows.go keeps the context
 window a provider's refusal showed smaller than the profile's, read with
-the TPM at each call so that requests fit both. calls.go
+the TPM at each call so that requests fit both. breaker.go is each
+model's circuit breaker: after transient failures in a row only one
+probe call at a time goes out. outage.go is how a step waits out a
+provider that is down (state waiting_provider, up to the outage horizon). calls.go
 is the ledger of model calls, one row a call, settled whatever happens to
 its step.
 

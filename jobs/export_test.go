@@ -2,8 +2,10 @@ package jobs
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -63,3 +65,25 @@ func (a *Agent) Stopping() bool { return a.stopping.Load() }
 
 // OldestReady exposes oldestReady to the tests.
 func (a *Agent) OldestReady(ctx context.Context) (float64, error) { return a.oldestReady(ctx) }
+
+// BreakerFailedForTest counts a transient failure against model's breaker
+// as a step's call does.
+func BreakerFailedForTest(ctx context.Context, pool *pgxpool.Pool, o OutageConfig, model, msg string) error {
+	a := &Agent{pool: pool, config: Config{Outage: o}, logger: slog.New(slog.DiscardHandler), tel: &instruments{}}
+	_, err := a.failed(ctx, model, "test", msg, false)
+	return err
+}
+
+// BreakerGateForTest asks model's breaker before a call as a step does,
+// and reports whether the call got the probe.
+func BreakerGateForTest(ctx context.Context, pool *pgxpool.Pool, o OutageConfig, model string) (bool, error) {
+	a := &Agent{pool: pool, config: Config{Outage: o}, logger: slog.New(slog.DiscardHandler), tel: &instruments{}}
+	g, err := a.gate(ctx, model)
+	return g.probe, err
+}
+
+// WakeProviderWaitsForTest makes the steps waiting for model due, as a
+// closing breaker does.
+func WakeProviderWaitsForTest(ctx context.Context, pool *pgxpool.Pool, model string) (int, error) {
+	return wakeProviderWaits(ctx, pool, model)
+}

@@ -12,10 +12,12 @@ package jobs
 
 // markThinkingSQL marks a run thinking, with a row of its state history,
 // when the job ($2 is the step it was made for) will make a step of it; a
-// run already thinking (the job's previous step said so) is left alone.
+// run already thinking (the job's previous step said so), or waiting for
+// its provider (outage.go says when that ends), is left alone.
 const markThinkingSQL = `WITH u AS (
 		UPDATE gb_agent_research_runs SET state = 'thinking', updated_at = now()
-		WHERE id = $1 AND status IN ('queued', 'working') AND steps + 1 >= $2 AND state <> 'thinking'
+		WHERE id = $1 AND status IN ('queued', 'working') AND steps + 1 >= $2
+			AND state NOT IN ('thinking', 'waiting_provider')
 		RETURNING id, steps)
 	INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, 'thinking', steps + 1 FROM u`
 

@@ -225,3 +225,28 @@ func countWaiting(ctx context.Context, db riverDB, ids []int64, count bool) (int
 	}
 	return waiting, nil
 }
+
+// wakeProviderWaitsSQL makes the step jobs of the runs waiting for model
+// $1 (state waiting_provider) due now, each at its tree's start, so that
+// River takes the oldest tree's first (treeOrder).
+const wakeProviderWaitsSQL = `UPDATE river_job j SET
+		scheduled_at = least(coalesce((j.args->>'tree')::timestamptz, now()), now())
+	FROM gb_agent_research_runs r
+	WHERE j.state = 'scheduled' AND j.kind = '` + StepKind + `' AND r.id = (j.args->>'run_id')::bigint
+		AND r.ended_at IS NULL AND r.state = '` + StateWaitingProvider + `' AND r.provider_wait->>'model' = $1`
+
+// wakeProviderWaits makes the snoozed step jobs of the runs waiting for a
+// model's provider due at once, when its breaker closes, and returns how
+// many; the maintenance pass makes them available (scheduleDueJobs) and
+// the rate limiter lets them through at its pace.
+//
+// No public API serves it: none sets a scheduled job's scheduled_at
+// (JobRetryTx would make it available at now, losing its tree's order).
+// It relies on the fetch order queueFirst relies on.
+func wakeProviderWaits(ctx context.Context, db riverDB, model string) (int, error) {
+	tag, err := db.Exec(ctx, wakeProviderWaitsSQL, model)
+	if err != nil {
+		return 0, fmt.Errorf("error waking the steps waiting for %s: %w", model, err)
+	}
+	return int(tag.RowsAffected()), nil
+}

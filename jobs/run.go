@@ -36,9 +36,12 @@ const (
 	// StateInputRequired: a root parked on ask_owner, waiting for its
 	// owner's answer.
 	StateInputRequired = "input_required"
-	StateDone          = "done"
-	StateFailed        = "failed"
-	StateTimedOut      = "timed_out"
+	// StateWaitingProvider: a run whose provider is down (5xx, overloaded,
+	// unreachable) waits for it, its step back in the queue (outage.go).
+	StateWaitingProvider = "waiting_provider"
+	StateDone            = "done"
+	StateFailed          = "failed"
+	StateTimedOut        = "timed_out"
 )
 
 // ErrNotFound is returned for a run that does not exist or that the caller
@@ -115,6 +118,10 @@ type Run struct {
 	// planCallID is the id of the run's last propose_plan call.
 	planCallID string
 	Report     string `json:"report" db:"report"`
+	// ProviderWait is what the run knows of its provider's outage while it
+	// waits for it (state waiting_provider), and of the outage that ended
+	// it; nil otherwise.
+	ProviderWait *ProviderWait `json:"provider_wait,omitempty" db:"provider_wait"`
 	// CitationsMode is what the research does with its report's citations
 	// (citations.go); Citations the counts of the last check of the run's
 	// report (nil before one), CitationsBefore those of the check before
@@ -175,7 +182,7 @@ const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic,
 	wait_kind, wait_until, wait_read_to, interactive, answer_timeout_s, question, answer,
 	approve_plan, plan, plan_state, plan_note, plan_call_id, report, error,
 	created_at, started_at, updated_at, ended_at, tree_started_at,
-	citations_mode, citations, citations_before`
+	citations_mode, citations, citations_before, provider_wait`
 
 // runByIDSQL reads one run.
 const runByIDSQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE id = $1"

@@ -231,13 +231,15 @@ func (a *Agent) prepare(ctx context.Context, t *turn) (bool, error) {
 // releases the context and wraps errWallClock around an error the cap
 // caused.
 func (a *Agent) stepContext(jobCtx context.Context, run *Run, step int) (ctx context.Context, finish func(error) error) {
-	ctx, cancel := context.WithTimeout(jobCtx, a.config.StepTimeout)
+	// bounded is the step's context before the cap (a variable of its own:
+	// the result ctx becomes wctx on return, and finish must ask this one).
+	bounded, cancel := context.WithTimeout(jobCtx, a.config.StepTimeout)
 	if run.Deadline == nil {
-		return ctx, func(err error) error { cancel(); return err }
+		return bounded, func(err error) error { cancel(); return err }
 	}
-	wctx, wcancel := context.WithDeadlineCause(ctx, *run.Deadline, errWallClock)
+	wctx, wcancel := context.WithDeadlineCause(bounded, *run.Deadline, errWallClock)
 	return wctx, func(err error) error {
-		if err != nil && errors.Is(context.Cause(wctx), errWallClock) && ctx.Err() == nil {
+		if err != nil && errors.Is(context.Cause(wctx), errWallClock) && bounded.Err() == nil {
 			err = fmt.Errorf("run %d step %d: %w", run.ID, step, errWallClock)
 		}
 		wcancel()

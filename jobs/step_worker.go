@@ -42,8 +42,10 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 // job: a step that panics is an error like any other; a run past its
 // wall-clock cap ends timed_out; a step interrupted because the worker is
 // stopping, or that found the database unreachable, goes back to the queue
-// without spending an attempt, like a wait for capacity (a snooze); a
-// step that fails on its last attempt ends its run failed. What River
+// without spending an attempt, like a wait for capacity or for a provider
+// that is down (a snooze, decided in ask.go and outage.go: a provider's
+// transient failure never reaches here as an error); a step that fails on
+// its last attempt ends its run failed. What River
 // discards anyway (an end that could not commit), the maintenance pass
 // repairs (reconcile.go).
 func (w *stepWorker) work(ctx context.Context, job *river.Job[StepArgs]) error {

@@ -18,7 +18,7 @@ import (
 // This file is the agent's OpenTelemetry instrumentation: the spans of a
 // step job, a step, a model call and a tool call, and the metrics of
 // steps, tokens, cost, model latency, queue latency, refusals for want of
-// capacity and repairs. The spans and metrics of model calls and tools
+// capacity, repairs and what the providers' breakers did. The spans and metrics of model calls and tools
 // follow the OpenTelemetry semantic conventions for generative AI; the
 // rest are gb's own (gb.*). The trace context of runs is in trace.go.
 //
@@ -103,6 +103,7 @@ type instruments struct {
 	queueWait   metric.Float64Histogram
 	rateLimited metric.Int64Counter
 	repairs     metric.Int64Counter
+	breaker     metric.Int64Counter
 }
 
 // Bucket boundaries the conventions advise for gen_ai.client.token.usage
@@ -123,7 +124,7 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instrume
 		mp = noopmetric.NewMeterProvider()
 	}
 	m := mp.Meter(scopeName)
-	var errs [7]error
+	var errs [8]error
 	in.steps, errs[0] = m.Int64Counter("gb.steps", metric.WithUnit("{step}"),
 		metric.WithDescription("Steps committed by research agents."))
 	in.tokens, errs[1] = m.Int64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
@@ -139,6 +140,9 @@ func newInstruments(tp trace.TracerProvider, mp metric.MeterProvider) (*instrume
 		metric.WithDescription("Model calls the provider refused for want of capacity (HTTP 429)."))
 	in.repairs, errs[6] = m.Int64Counter("gb.maintenance.repairs", metric.WithUnit("{repair}"),
 		metric.WithDescription("Repairs made by the maintenance pass, by kind (gb.repair.kind)."))
+	in.breaker, errs[7] = m.Int64Counter("gb.provider.breaker", metric.WithUnit("{event}"),
+		metric.WithDescription("What the providers' shared breakers did, by model and gb.breaker.event: "+
+			"opened (after transient failures in a row), probe (a call let out while open), closed (a probe answered)."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("error creating the agent's metric instruments: %w", err)
 	}
@@ -301,4 +305,13 @@ func (a *Agent) countRepairs(ctx context.Context, res MaintainResult) {
 			a.tel.repairs.Add(ctx, int64(n), metric.WithAttributes(attribute.String("gb.repair.kind", kind)))
 		}
 	}
+}
+
+// countBreaker counts what a model's breaker did (opened, probe, closed).
+func (a *Agent) countBreaker(ctx context.Context, model, event string) {
+	if !a.tel.metered {
+		return
+	}
+	a.tel.breaker.Add(ctx, 1, metric.WithAttributes(attribute.String(attrRequestModel, model),
+		attribute.String("gb.breaker.event", event)))
 }

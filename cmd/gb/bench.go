@@ -89,6 +89,6 @@ its own, and deletes them when it ends, so it may run beside live workers.`,
 	f.DurationVar(&o.Slice, "slice", 0, "how long a job makes its run's steps in a row (default 30s; -1ns: a job per step)")
 	f.IntVar(&o.PostgresPID, "pgpid", 0, "PID of the local postmaster (default: found from a backend's parent)")
 	f.BoolVar(&verbose, "verbose", false, "also print the statements of each phase, with whose they are")
-	c.AddCommand(benchProviderCmd())
+	c.AddCommand(benchProviderCmd(), benchOutageCmd())
 	return c
 }

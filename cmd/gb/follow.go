@@ -17,6 +17,7 @@ func followRun(ctx context.Context, c *apiClient, id int64, out io.Writer) error
 		err := printEventsFixed(out, evs, header)
 		header = false
 		printQuestions(out, evs)
+		printProviderWaits(out, evs)
 		printPlans(out, evs)
 		return err
 	})

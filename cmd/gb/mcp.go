@@ -157,7 +157,8 @@ func newMCPServer(c *apiClient) *mcp.Server {
 			return waitResearch(ctx, c, req, in.ID, wait)
 		})
 	addTool(s, tool("get_research", "Get a research", readOnly), "Get a run: status, state, usage, states, sub-agents, tree totals, the question it waits for you to answer "+
-		"(state input_required), and its report once it has ended.",
+		"(state input_required), the provider outage it waits out (state waiting_provider: provider_wait has the provider's last error and the next try), "+
+		"and its report once it has ended.",
 		withID(func(ctx context.Context, id int64) (mcpOut, error) {
 			return get(ctx, fmt.Sprintf("/v1/gb/research/%d", id))
 		}))

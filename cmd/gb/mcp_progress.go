@@ -76,6 +76,9 @@ func waitResearch(ctx context.Context, c *apiClient, req *mcp.CallToolRequest, i
 	if d.Question != "" {
 		out["question"] = d.Question
 	}
+	if d.ProviderWait != nil && d.State == jobs.StateWaitingProvider {
+		out["provider_wait"] = d.ProviderWait // its provider is down: the last error and the next try
+	}
 	if d.Status == jobs.StatusSucceeded {
 		out["report_resource"] = reportURI(d.ID)
 	}

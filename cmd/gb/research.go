@@ -298,6 +298,9 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 	t.row("agent", agentName(d.Run))
 	t.row("topic", fit(d.Topic, 100))
 	t.row("status", d.Status+" · "+d.State)
+	if d.ProviderWait != nil {
+		t.row("provider", providerWaitLine(d.ProviderWait))
+	}
 	t.row("steps", fmt.Sprintf("%d/%d", d.Steps, d.MaxSteps))
 	t.row("tokens", fmt.Sprintf("%d (prompt %d, completion %d)", d.Tokens, d.PromptTokens, d.CompletionTokens))
 	t.row("cached", fmt.Sprintf("%d of the prompt tokens", d.CachedTokens))

@@ -30,7 +30,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 4 not authenticated,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageErrorf("%w; see %s --help", err, cmd.CommandPath())
 	})
-	root.AddCommand(demoCmd(), devCmd(), workerCmd(), researchCmd(), webhooksCmd(), keysCmd(), usersCmd(), kbCmd(), migrateCmd(),
+	root.AddCommand(demoCmd(), devCmd(), workerCmd(), researchCmd(), webhooksCmd(), keysCmd(), usersCmd(), kbCmd(), migrateCmd(), providersCmd(),
 		mcpCmd(), benchCmd(), evalCmd(), versionCmd())
 	return root
 }

@@ -39,11 +39,14 @@ const (
 	EnvOpenAIBaseURL     = "OPENAI_BASE_URL"
 	EnvModel             = "GB_MODEL"
 	EnvStepTimeout       = "GB_STEP_TIMEOUT"
-	EnvMaxCostUSD        = "GB_MAX_COST_USD"
-	EnvMaxTokens         = "GB_MAX_TOKENS"
-	EnvOfflineDelay      = "GB_OFFLINE_DELAY"
-	EnvLogLevel          = "GB_LOG_LEVEL"
-	EnvWorkerFunction    = "WORKER_FUNCTION_NAME"
+	// EnvOutageHorizon is how long a research waits out its provider's
+	// outage before it ends with the outage's error.
+	EnvOutageHorizon  = "GB_OUTAGE_HORIZON"
+	EnvMaxCostUSD     = "GB_MAX_COST_USD"
+	EnvMaxTokens      = "GB_MAX_TOKENS"
+	EnvOfflineDelay   = "GB_OFFLINE_DELAY"
+	EnvLogLevel       = "GB_LOG_LEVEL"
+	EnvWorkerFunction = "WORKER_FUNCTION_NAME"
 	// EnvSearchSecretARN is the Secrets Manager secret holding the search
 	// provider's key, in the Lambdas (instead of GB_SEARCH_API_KEY).
 	EnvSearchSecretARN = "GB_SEARCH_SECRET_ARN"
@@ -129,11 +132,14 @@ type Config struct {
 	OpenAIBaseURL     string
 	Model             string
 	StepTimeout       time.Duration
-	MaxCostUSD        float64
-	MaxTokens         int64
-	OfflineDelay      time.Duration
-	LogLevel          slog.Level
-	WorkerFunction    string
+	// OutageHorizon is how long a research waits for a provider that is
+	// down (GB_OUTAGE_HORIZON; jobs.OutageHorizonDefault when 0).
+	OutageHorizon  time.Duration
+	MaxCostUSD     float64
+	MaxTokens      int64
+	OfflineDelay   time.Duration
+	LogLevel       slog.Level
+	WorkerFunction string
 	// Search is the web search provider's settings (GB_SEARCH_*); no
 	// provider means no web tools.
 	Search          search.Config
@@ -235,6 +241,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	boolVar(EnvDatabaseIAMAuth, &c.DatabaseIAMAuth)
 	boolVar(EnvDatabaseProxy, &c.DatabaseProxy)
 	durVar(EnvStepTimeout, &c.StepTimeout, time.Second, 15*time.Minute)
+	durVar(EnvOutageHorizon, &c.OutageHorizon, time.Minute, 7*24*time.Hour)
 	durVar(EnvOfflineDelay, &c.OfflineDelay, 0, time.Minute)
 	if v := getenv(EnvMaxCostUSD); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -436,7 +443,8 @@ func (c Config) openAIConfig(model string, logger *slog.Logger) openai.Config {
 func (c Config) Agent() jobs.Config {
 	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens,
 		MaxSubagents: c.MaxSubagents, MaxWorkers: c.MaxWorkers, RateLimits: c.RateLimits, PromptBudget: c.PromptBudget,
-		Citations: c.Citations, VerifyModel: c.VerifyModel, JudgeOff: c.JudgeOff}
+		Citations: c.Citations, VerifyModel: c.VerifyModel, JudgeOff: c.JudgeOff,
+		Outage: jobs.OutageConfig{Horizon: c.OutageHorizon}}
 }
 
 // NewWeb returns the web search provider and page fetcher the settings ask

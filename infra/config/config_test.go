@@ -19,13 +19,13 @@ func TestFromEnvValidates(t *testing.T) {
 	t.Parallel()
 	_, err := FromEnv(env(map[string]string{
 		EnvDatabaseURL: "postgres://x", EnvStepTimeout: "forever", EnvMaxCostUSD: "-1",
-		EnvDatabaseProxy: "maybe", EnvLogLevel: "loud", EnvMaxTokens: "lots",
+		EnvDatabaseProxy: "maybe", EnvLogLevel: "loud", EnvMaxTokens: "lots", EnvOutageHorizon: "1s",
 	}))
 	var ce *Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("want *Error, got %v", err)
 	}
-	for _, name := range []string{EnvStepTimeout, EnvMaxCostUSD, EnvDatabaseProxy, EnvLogLevel, EnvMaxTokens} {
+	for _, name := range []string{EnvStepTimeout, EnvMaxCostUSD, EnvDatabaseProxy, EnvLogLevel, EnvMaxTokens, EnvOutageHorizon} {
 		if !strings.Contains(err.Error(), name+":") {
 			t.Errorf("error does not name %s: %v", name, err)
 		}
@@ -39,12 +39,13 @@ func TestFromEnvReadsSettingsAndPicksTheModel(t *testing.T) {
 	t.Parallel()
 	c, err := FromEnv(env(map[string]string{
 		EnvDatabaseURL: "postgres://x", EnvStepTimeout: "90s", EnvMaxCostUSD: "0.5", EnvMaxTokens: "1000",
-		EnvDatabaseProxy: "true", EnvOfflineDelay: "10ms",
+		EnvDatabaseProxy: "true", EnvOfflineDelay: "10ms", EnvOutageHorizon: "30m",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.StepTimeout != 90*time.Second || c.MaxCostUSD != 0.5 || c.MaxTokens != 1000 || !c.DatabaseProxy {
+	if c.StepTimeout != 90*time.Second || c.MaxCostUSD != 0.5 || c.MaxTokens != 1000 || !c.DatabaseProxy ||
+		c.Agent().Outage.Horizon != 30*time.Minute {
 		t.Fatalf("%+v", c)
 	}
 	m, err := c.NewModel(nil)

@@ -82,6 +82,8 @@ func TestCompleteErrorMapping(t *testing.T) {
 		{"502 not JSON", reply{status: 502, body: "bad gateway"}, llm.ErrTransient, 0, "bad gateway"},
 		{"503 retry-after", reply{status: 503, fixture: "error_503.json", header: map[string]string{"retry-after": "3"}},
 			llm.ErrTransient, 3 * time.Second, "overloaded"},
+		{"529 overloaded", reply{status: 529,
+			body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, llm.ErrTransient, 0, "Overloaded"},
 		{"2xx body not JSON", reply{body: "<html>upstream error</html>"}, llm.ErrTransient, 0, "invalid character"},
 		{"2xx empty body", reply{body: ""}, llm.ErrTransient, 0, "EOF"},
 		{"2xx body cut", reply{fixture: "answer.json", cut: 100}, llm.ErrTransient, 0, "unexpected EOF"},

@@ -74,23 +74,10 @@ func RateLimits(ctx context.Context, o RateOptions) (RateResult, error) {
 	var mean float64
 	wg.Go(func() { peak, mean = sampleRunning(sctx, e) })
 	began := time.Now()
-	var roots []int64
-	for i := range o.Trees {
-		user, err := e.NewUser(ctx)
-		if err != nil {
-			stopSampling()
-			wg.Wait()
-			return RateResult{}, err
-		}
-		run, err := e.Start(ctx, jobs.StartParams{UserID: user, Topic: fmt.Sprintf("tree %d", i+1), MaxSteps: 4})
-		if err != nil {
-			stopSampling()
-			wg.Wait()
-			return RateResult{}, err
-		}
-		roots = append(roots, run.ID)
+	roots, err := startTrees(ctx, e, o.Trees)
+	if err == nil {
+		err = e.Wait(ctx, roots...)
 	}
-	err = e.Wait(ctx, roots...)
 	stopSampling()
 	wg.Wait()
 	if err != nil {

@@ -20,6 +20,10 @@
 // Answers come from a Brain; faults (empty choices, refusals, tool calls
 // without ids, NUL bytes, invalid UTF-8, cut arguments, 5xx, hangs, bodies
 // that are not JSON) come from the Brain's Answer or from Server.Inject.
+// An outage (Server.StartOutage, or POST to the control endpoint
+// fakeprovider.OutagePath) fails every request for a set time, before its
+// checks and limits and unbilled: 503s, 529 "overloaded", dropped
+// connections or hangs.
 // Stats, Calls and Log tell what was accepted, billed and refused.
 //
 // Where it departs from the API: a request without a completion cap counts

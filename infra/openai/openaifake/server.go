@@ -23,6 +23,7 @@ type Server struct {
 	cache  *promptCache
 	rec    recorder
 	faults faultQueue
+	outage fakeprovider.Outage
 	seed   maphash.Seed // of the prompt-prefix hashes
 	seq    atomic.Int64 // of completion ids
 	calls  atomic.Int64 // of tool call ids
@@ -55,12 +56,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.rec.Enter()
 	defer s.rec.Leave()
 	now := s.cfg.Now()
+	if r.URL.Path == fakeprovider.OutagePath {
+		s.outage.ServeHTTP(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		s.refuse(w, now, "", nil, errInvalidURL(r))
 		return
 	}
 	if err := s.authorize(r); err != nil {
 		s.refuse(w, now, "", nil, err)
+		return
+	}
+	if s.failOutage(w, r, now) {
 		return
 	}
 	adm, err := s.admit(w, r, now)

@@ -27,6 +27,9 @@ type Stats struct {
 	ServerErrors int
 	Timeouts     int
 	Garbage      int
+	// Outage counts the requests an outage failed (StartOutage), whatever
+	// its mode.
+	Outage int
 	// MaxInFlight is the most requests being handled at once.
 	MaxInFlight int
 	// Tokens and cost of the billed calls.
@@ -140,6 +143,8 @@ func (s *Stats) counter(kind string) *int {
 		return &s.Timeouts
 	case KindGarbage:
 		return &s.Garbage
+	case KindOutageUnavailable, KindOutageOverloaded, KindOutageDropped, KindOutageHang:
+		return &s.Outage
 	}
 	return nil
 }

@@ -70,6 +70,7 @@ function headFacts(run) {
   return [
     ['Status', badge(run.status)],
     ['State', run.state],
+    run.provider_wait && run.state === 'waiting_provider' ? ['Provider', providerFact(run.provider_wait)] : null,
     ['Steps', run.steps + '/' + run.max_steps],
     ['Tokens', fmtInt(run.tokens)],
     ['Cached', fmtInt(run.cached_tokens)],
@@ -81,6 +82,13 @@ function headFacts(run) {
     ['Created', fmtDateTime(run.created_at)],
     ['Elapsed', run.elapsed || ''],
   ].filter(Boolean);
+}
+
+// providerFact says what a run waiting for its provider waits for: the
+// provider and model, since when, its tries, the last error and the next try.
+function providerFact(w) {
+  return w.provider + ' ' + w.model + ' down since ' + fmtTime(w.since) + ' (' + fmtInt(w.tries) + ' tries): ' +
+    w.last_error + '; next try ' + fmtTime(w.next_try);
 }
 
 // treeFact sums up the totals of a run's subtree: agents, tokens with
@@ -170,6 +178,10 @@ function detail(ev) {
     case 'input_required': return (d.question || '') + (d.deadline ? ' (answer by ' + fmtDateTime(d.deadline) + ')' : '');
     case 'plan_proposed': return list(d.subagents) + (d.deadline ? ' (decide by ' + fmtDateTime(d.deadline) + ')' : '');
     case 'plan_decided': return d.by === 'owner' ? (d.decision || '') + ' by its owner' : 'no decision by the deadline';
+    case 'waiting_provider': return 'for ' + [d.provider, d.model].filter(Boolean).join(' ') + ', down: ' + (d.error || '') +
+      (d.next_try ? ' (next try ' + fmtTime(d.next_try) + ')' : '');
+    case 'provider_recovered': return [d.provider, d.model].filter(Boolean).join(' ') + ' answered again after ' +
+      (Number(d.waited_seconds) || 0).toFixed(0) + ' s (' + fmtInt(d.tries) + ' tries)';
     case 'answered': return d.by === 'owner' ? 'by its owner' + (d.answer ? ': ' + d.answer : '') : 'no answer by the deadline';
     case 'completed': return d.steps !== undefined ? d.steps + ' steps' : '';
     case 'failed': case 'cancelled': case 'budget_exhausted': return d.error || '';

@@ -209,8 +209,8 @@ function parks(events, perRun, x, y, t1) {
   const done = [];
   for (const ev of events) {
     if (!perRun.has(ev.run_id)) continue;
-    if (ev.kind === 'waiting' || ev.kind === 'input_required' || ev.kind === 'plan_proposed') open.set(ev.run_id, ev);
-    else if (open.has(ev.run_id) && ['resumed', 'answered', 'plan_decided', 'completed', 'failed', 'cancelled', 'timed_out'].includes(ev.kind)) {
+    if (['waiting', 'input_required', 'plan_proposed', 'waiting_provider'].includes(ev.kind)) open.set(ev.run_id, ev);
+    else if (open.has(ev.run_id) && ['resumed', 'answered', 'plan_decided', 'provider_recovered', 'completed', 'failed', 'cancelled', 'timed_out'].includes(ev.kind)) {
       done.push([open.get(ev.run_id), ms(ev.at)]);
       open.delete(ev.run_id);
     }
@@ -220,7 +220,9 @@ function parks(events, perRun, x, y, t1) {
     const yy = y(ev.run_id) + laneH / 2;
     const d = ev.data || {};
     const why = ev.kind === 'waiting' ? (d.for === 'messages' ? 'waiting for messages' : 'waiting for ' + [].concat(d.names || []).join(', '))
-      : ev.kind === 'input_required' ? 'waiting for its owner\'s answer' : 'waiting for its owner\'s decision on its plan';
+      : ev.kind === 'input_required' ? 'waiting for its owner\'s answer'
+        : ev.kind === 'waiting_provider' ? 'waiting for its provider (' + [d.provider, d.model].filter(Boolean).join(' ') + ')'
+          : 'waiting for its owner\'s decision on its plan';
     perRun.get(ev.run_id).g.append(s('line', { class: 'tl-park', x1: x(ms(ev.at)), x2: x(end), y1: yy, y2: yy,
       stroke: colors.park, 'stroke-width': 2, 'stroke-dasharray': '4 3' }, s('title', {}, why)));
   }
