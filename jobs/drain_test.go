@@ -380,7 +380,9 @@ func TestMaintainSchedulesRescuesAndCleans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := jobs.MaintainResult{Scheduled: 1, Rescued: 1, Discarded: 1, Deleted: 1}
+	// The stuck job on its last attempt is put back like the other, its
+	// attempt given back: a lost worker is not its step's failure.
+	want := jobs.MaintainResult{Scheduled: 1, Rescued: 2, Deleted: 1}
 	if res != want {
 		t.Fatalf("maintain: got %+v, want %+v", res, want)
 	}
@@ -393,7 +395,14 @@ func TestMaintainSchedulesRescuesAndCleans(t *testing.T) {
 	}
 	// The dead worker is only suspected at first sight: a live one whose
 	// lock's connection dropped takes its lock again meanwhile.
-	for id, want := range map[int64]string{stuck: "retryable", dead: "discarded", fresh: "running",
+	var attempt, most int
+	if err := b.pool.QueryRow(ctx, "SELECT attempt, max_attempts FROM river_job WHERE id = $1", dead).Scan(&attempt, &most); err != nil {
+		t.Fatal(err)
+	}
+	if attempt != most-1 {
+		t.Errorf("the stuck job on its last attempt is at attempt %d of %d, want %d (its lost attempt given back)", attempt, most, most-1)
+	}
+	for id, want := range map[int64]string{stuck: "retryable", dead: "retryable", fresh: "running",
 		due: "available", old: "deleted", recent: "completed", orphan: "running"} {
 		if got := state(id); got != want {
 			t.Errorf("job %d: state %s, want %s", id, got, want)
