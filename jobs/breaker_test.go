@@ -62,20 +62,28 @@ func waitRunState(t *testing.T, pool *pgxpool.Pool, id int64, what string, cond 
 	}
 }
 
+// downResearch starts a research on a working agent whose provider is
+// down until the test brings it back (m.down).
+func downResearch(t *testing.T) (*downModel, *testBundle, *jobs.Run) {
+	t.Helper()
+	m := &downModel{}
+	m.down.Store(true)
+	b := setup(t, setupOpts{model: m.model(), config: quickConfig})
+	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Topic: "tides"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, b, run
+}
+
 // A provider down for more failures than a step has attempts is waited
 // out: the run shows waiting_provider with the provider's last error and
 // its next try, says so once on its timeline, and ends with its report
 // when the provider is back; the breaker closes again.
 func TestOutageIsWaitedOutWithoutSpendingAttempts(t *testing.T) {
 	t.Parallel()
-	m := &downModel{}
-	m.down.Store(true)
-	b := setup(t, setupOpts{model: m.model(), config: quickConfig})
+	m, b, run := downResearch(t)
 	ctx := context.Background()
-	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "tides"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	waiting := waitRunState(t, b.pool, run.ID, "waiting for its provider past its attempts", func(r *jobs.Run) bool {
 		return r.State == jobs.StateWaitingProvider && r.ProviderWait != nil && r.ProviderWait.Tries > jobs.StepMaxAttempts+1
 	})
@@ -379,14 +387,8 @@ func TestClosingBreakerWakesWaitersInTreeOrder(t *testing.T) {
 // past its deadline it ends timed_out, not after the outage horizon.
 func TestWallClockEndsARunWaitingForItsProvider(t *testing.T) {
 	t.Parallel()
-	m := &downModel{}
-	m.down.Store(true)
-	b := setup(t, setupOpts{model: m.model(), config: quickConfig})
+	_, b, run := downResearch(t)
 	ctx := context.Background()
-	run, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "tides"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	waitRunState(t, b.pool, run.ID, "waiting", func(r *jobs.Run) bool { return r.State == jobs.StateWaitingProvider })
 	// The cap of a sub-agent's type, given to this run.
 	if _, err := b.pool.Exec(ctx, `UPDATE gb_agent_research_runs SET deadline = now() + interval '1 second' WHERE id = $1`,

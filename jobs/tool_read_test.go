@@ -20,20 +20,7 @@ var hitLineRE = regexp.MustCompile(`(?m)^\[id (\d+)\] .+ \((\S+)\)\nat offset (\
 // holds them, and read by offset and by find.
 func TestSearchAndReadReachTheFacts(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	b := setup(t, setupOpts{noWork: true})
-	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "graceful HTTP shutdown"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool := func(name, args string) string {
-		t.Helper()
-		out, err := b.agent.RunToolForTest(ctx, root.ID, name, args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	tool := rootTools(t, "graceful HTTP shutdown")
 	var httpID string
 	for _, c := range []struct{ query, source, want string }{
 		{"BaseContext", "https://pkg.go.dev/net/http", "BaseContext func(net.Listener) context.Context"},
@@ -88,20 +75,7 @@ func TestSearchAndReadReachTheFacts(t *testing.T) {
 // an untrusted block, as its reads do.
 func TestRememberedNoteIsSearchedAndFound(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	b := setup(t, setupOpts{noWork: true})
-	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "tides"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool := func(name, args string) string {
-		t.Helper()
-		out, err := b.agent.RunToolForTest(ctx, root.ID, name, args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	tool := rootTools(t, "tides")
 	note := "# Barrages\\n\\nTidal barrages store water at high tide.\\n\\n# Lagoons\\n\\nTidal lagoons cost more than barrages."
 	got := tool("remember", `{"title": "Zyxtide notes", "text": "`+note+`"}`)
 	id := strings.TrimSuffix(strings.TrimPrefix(got, "Remembered as document "), ".")
@@ -115,5 +89,26 @@ func TestRememberedNoteIsSearchedAndFound(t *testing.T) {
 	if !strings.Contains(found, "[find \"Lagoons\": reading from offset ") || !strings.Contains(found, "<<<") ||
 		!strings.Contains(found, "Tidal lagoons cost more than barrages.") || strings.Contains(found, "store water") {
 		t.Errorf("find Lagoons in the note:\n%s", found)
+	}
+}
+
+// rootTools starts a research on topic (no worker) and returns a call of
+// its root's tools by name and arguments, which fails the test on an
+// error.
+func rootTools(t *testing.T, topic string) func(name, args string) string {
+	t.Helper()
+	ctx := context.Background()
+	b := setup(t, setupOpts{noWork: true})
+	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(name, args string) string {
+		t.Helper()
+		out, err := b.agent.RunToolForTest(ctx, root.ID, name, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
 	}
 }
