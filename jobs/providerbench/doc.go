@@ -20,9 +20,14 @@
 // (RateLimits); a tree with a dollar budget and sub-agents racing for it
 // (CostTree); a tree that uses the team's tools, web search, fetch and a
 // message between siblings (TeamTree); and a tree meeting each odd answer
-// a provider gives (OddAnswers).
+// a provider gives (OddAnswers). Beside them: a research and a stream of
+// trees riding out a provider's outage (OutageResearch, OutageTrees), a
+// provider smaller than gb believes (SmallWindow, SmallTPM, and StaleLimit:
+// a configured limit removed), a long research whose writer cites only
+// what is still in its prompt (inview.go), and worker processes SIGKILLed
+// again and again under a team research (CrashStorm).
 //
 // It may import jobs and its subpackages, messenger, infra/openai,
 // infra/openai/openaifake, infra/bedrock, infra/bedrock/conversefake,
-// infra/fetch and infra/db.
+// infra/fakeprovider, infra/fetch and infra/db.
 package providerbench
