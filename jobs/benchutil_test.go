@@ -3,10 +3,10 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"go/build"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -62,7 +62,7 @@ func benchAgent(b testing.TB, pool *pgxpool.Pool, model llm.Model, obs jobs.Obse
 // benchDocs loads a few small Go packages' docs as the default dataset.
 func benchDocs(b testing.TB, pool *pgxpool.Pool) {
 	b.Helper()
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := filepath.Join(build.Default.GOROOT, "src")
 	var paths []string
 	for _, p := range []string{"context", "errors", "sync", "time"} {
 		paths = append(paths, filepath.Join(src, p))

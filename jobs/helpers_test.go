@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/build"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -75,7 +75,7 @@ func setupOn(t *testing.T, pool *pgxpool.Pool, o setupOpts) *testBundle {
 
 func loadDocs(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := filepath.Join(build.Default.GOROOT, "src")
 	var paths []string
 	for _, p := range []string{"context", "sync", "time", "errors", "strings", "net/http", "io", "bufio"} {
 		paths = append(paths, filepath.Join(src, p))

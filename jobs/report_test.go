@@ -55,7 +55,7 @@ func TestLongReportIsCappedInTheWaitAndReadWholeThroughReadReport(t *testing.T) 
 		t.Fatalf("%d turns", len(seen))
 	}
 	wait := seen[2]
-	want := fmt.Sprintf(`[6000 more characters of this report left out: call read_report with {"name": "long", "offset": 4000} to read on]`)
+	want := `[6000 more characters of this report left out: call read_report with {"name": "long", "offset": 4000} to read on]`
 	if strings.Count(wait, "ü") != 4000 || !strings.Contains(wait, want) {
 		t.Fatalf("wait result holds %d characters of the report; note present: %v", strings.Count(wait, "ü"), strings.Contains(wait, want))
 	}

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/build"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,7 +45,7 @@ func startCLIStack(t *testing.T, delay time.Duration) *cliStack {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := filepath.Join(build.Default.GOROOT, "src")
 	docs, err := kb.FromPaths([]string{filepath.Join(src, "sync"), filepath.Join(src, "context")})
 	if err != nil {
 		t.Fatal(err)

@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"go/build"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -198,7 +198,7 @@ func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
 // default dataset: what the demo topic's sub-agents search.
 func loadTopicDocs(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := filepath.Join(build.Default.GOROOT, "src")
 	docs, err := kb.FromPaths([]string{filepath.Join(src, "context"), filepath.Join(src, "sync"), filepath.Join(src, "net/http")})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/build"
 	"io"
 	"net"
 	"net/http"
@@ -317,7 +318,7 @@ func Seed(t testing.TB, pool *pgxpool.Pool) Seeded {
 	ctx := context.Background()
 	var paths []string
 	for _, p := range []string{"context", "sync", "time", "errors"} {
-		paths = append(paths, filepath.Join(runtime.GOROOT(), "src", p))
+		paths = append(paths, filepath.Join(build.Default.GOROOT, "src", p))
 	}
 	docs, err := kb.FromPaths(paths)
 	if err != nil {

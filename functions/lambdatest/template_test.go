@@ -139,19 +139,40 @@ func makeTargetPackage(root, name string) (string, error) {
 	return "", fmt.Errorf("build-%s runs no go build:\n%s", name, out)
 }
 
+// parseSources parses the Go files of dir but its tests, and returns them
+// by the package they declare.
+func parseSources(dir string) (map[string][]*ast.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	pkgs := map[string][]*ast.File{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		pkgs[f.Name.Name] = append(pkgs[f.Name.Name], f)
+	}
+	return pkgs, nil
+}
+
 // mainPackage checks that dir holds a Go main package with a main func.
 func mainPackage(dir string) error {
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
+	pkgs, err := parseSources(dir)
 	if err != nil {
 		return err
 	}
-	pkg, ok := pkgs["main"]
+	files, ok := pkgs["main"]
 	if !ok || len(pkgs) != 1 {
 		return fmt.Errorf("not a main package (found %d packages)", len(pkgs))
 	}
-	for _, f := range pkg.Files {
+	for _, f := range files {
 		for _, d := range f.Decls {
 			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == "main" {
 				return nil
@@ -210,14 +231,12 @@ func TestTemplateRoutesMatchTheAPI(t *testing.T) {
 func routeLists(t *testing.T, root string) map[string][]httpapi.Route {
 	t.Helper()
 	dir := filepath.Join(root, "infra", "httpapi")
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
+	pkgs, err := parseSources(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lists := map[string][]httpapi.Route{}
-	for _, f := range pkgs["httpapi"].Files {
+	for _, f := range pkgs["httpapi"] {
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.VAR {

@@ -2,12 +2,12 @@ package dashboard_test
 
 import (
 	"context"
+	"go/build"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,7 +162,7 @@ func (m askingModel) plan(req llm.Request) llm.Response {
 // about as the default dataset.
 func loadGoDocs(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := filepath.Join(build.Default.GOROOT, "src")
 	var paths []string
 	for _, p := range []string{"context", "sync", "time", "errors", "net/http", "io"} {
 		paths = append(paths, filepath.Join(src, p))

@@ -3,10 +3,10 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"go/build"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -30,7 +30,7 @@ func realPage(t *testing.T, path string) []byte {
 	return b
 }
 
-func goDoc(name string) string { return filepath.Join(runtime.GOROOT(), "doc", name) }
+func goDoc(name string) string { return filepath.Join(build.Default.GOROOT, "doc", name) }
 
 // serveFiles serves real pages over loopback as text/html.
 func serveFiles(t *testing.T, pages map[string][]byte) (*Fetcher, string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/build"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -33,7 +33,7 @@ import (
 // of the query.
 func localWeb(t *testing.T) (pages, searx *httptest.Server) {
 	t.Helper()
-	dir := filepath.Join(runtime.GOROOT(), "doc")
+	dir := filepath.Join(build.Default.GOROOT, "doc")
 	names := []string{"go_spec.html", "go_mem.html"}
 	texts := map[string]string{}
 	for _, n := range names {

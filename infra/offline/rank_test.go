@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/build"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -49,7 +49,7 @@ func TestFocusQueryAndTitles(t *testing.T) {
 // only mentions WaitGroups, and says what Add, Done and Wait do.
 func TestWaitGroupReport(t *testing.T) {
 	t.Parallel()
-	docs, err := kb.FromPaths([]string{filepath.Join(runtime.GOROOT(), "src", "sync")})
+	docs, err := kb.FromPaths([]string{filepath.Join(build.Default.GOROOT, "src", "sync")})
 	if err != nil || len(docs) == 0 || docs[0].Title != "package sync" {
 		t.Fatalf("%v %+v", err, docs)
 	}

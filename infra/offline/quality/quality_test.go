@@ -4,10 +4,10 @@ package quality_test
 
 import (
 	"context"
+	"go/build"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -149,7 +149,7 @@ var (
 func goDocs(t *testing.T) []kb.Document {
 	t.Helper()
 	docsOnce.Do(func() {
-		root := runtime.GOROOT()
+		root := build.Default.GOROOT
 		if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
 			root = strings.TrimSpace(string(out))
 		}

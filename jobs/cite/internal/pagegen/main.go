@@ -9,11 +9,11 @@ package main
 
 import (
 	"fmt"
+	"go/build"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 
 	"github.com/gbresearch/gb/infra/fetch"
 )
@@ -39,7 +39,7 @@ func main() {
 
 // write extracts one page and writes it.
 func write(name, out string) error {
-	body, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "doc", name+".html"))
+	body, err := os.ReadFile(filepath.Join(build.Default.GOROOT, "doc", name+".html"))
 	if err != nil {
 		return fmt.Errorf("error reading the page: %w", err)
 	}
