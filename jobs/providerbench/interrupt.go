@@ -85,15 +85,31 @@ func Interruptions(ctx context.Context, o InterruptOptions) (InterruptResult, er
 }
 
 // interrupt stops the agents in turn every so often, giving their steps
-// grace to finish, and starts them again, until ctx ends.
+// grace to finish, and starts them again, until ctx ends. Each stop waits
+// for every, and then for the scenario to have committed a step since the
+// last stop: on a machine slow enough that no step fits between two
+// stops, the stops would otherwise cut every step off and no run would
+// ever end.
 func (e *Env) interrupt(ctx context.Context, every, grace time.Duration) (int, error) {
 	stops := 0
+	last := -1
 	for i := 0; ; i++ {
 		select {
 		case <-ctx.Done():
 			return stops, nil
 		case <-time.After(every):
 		}
+		n, err := e.committedSteps(ctx)
+		if ctx.Err() != nil {
+			return stops, nil
+		}
+		if err != nil {
+			return stops, err
+		}
+		if n == last {
+			continue // no step went through since the last stop: let one
+		}
+		last = n
 		a := e.Agents[i%len(e.Agents)]
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 		_ = a.Stop(sctx) // running steps past grace are cut off and put back
@@ -103,6 +119,18 @@ func (e *Env) interrupt(ctx context.Context, every, grace time.Duration) (int, e
 			return stops, fmt.Errorf("error restarting a worker: %w", err)
 		}
 	}
+}
+
+// committedSteps counts the steps the scenario's runs have recorded.
+func (e *Env) committedSteps(ctx context.Context) (int, error) {
+	var n int
+	err := e.Pool.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_steps s JOIN gb_agent_research_runs r
+		ON r.id = s.run_id WHERE r.user_id IN (SELECT id FROM gb_users
+		WHERE name LIKE 'providerbench\_' || $1 || '\_%')`, e.tag).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("error counting the steps of the scenario: %w", err)
+	}
+	return n, nil
 }
 
 // settled waits until no call of the scenario is in flight: a call cut off
