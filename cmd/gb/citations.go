@@ -101,7 +101,7 @@ func addCitationsTool(s *mcp.Server, c *apiClient) {
 	const title = "Get the citation check of a research's report"
 	tool := &mcp.Tool{Name: "get_citations", Title: title,
 		Description: "The citation check of the run's report against what its agents read: the counts (claims, supported, " +
-			"weak, unsupported, contradicted, unread, uncited; counts_before after a revision; revision_skipped when a needed "+
+			"weak, unsupported, contradicted, unread, uncited; counts_before after a revision; revision_skipped when a needed " +
 			"revision could not run) and each claim with the source it cites, " +
 			"its verdict, score, reason and the passage of the source that best supports it.",
 		Annotations: &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true}}
