@@ -44,6 +44,51 @@ type stack struct {
 	// longPollsOf counts the long polls by path (/v1/gb/research/ID/events).
 	mu          sync.Mutex
 	longPollsOf map[string]int
+	// gate, once armed, holds every model call until a browser script
+	// posts to /e2e/release: a script that must see a tree grow sees it
+	// before the tree's first step, however slow the machine.
+	gate *modelGate
+}
+
+// modelGate holds model calls while armed, until it is released.
+type modelGate struct {
+	mu       sync.Mutex
+	armed    bool
+	released chan struct{}
+}
+
+// arm makes later model calls wait for release.
+func (g *modelGate) arm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.armed, g.released = true, make(chan struct{})
+}
+
+// release lets every held and later model call through; it may be called
+// more than once.
+func (g *modelGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.armed {
+		g.armed = false
+		close(g.released)
+	}
+}
+
+// wait returns once the gate is not armed, or with ctx's error.
+func (g *modelGate) wait(ctx context.Context) error {
+	g.mu.Lock()
+	armed, released := g.armed, g.released
+	g.mu.Unlock()
+	if !armed {
+		return nil
+	}
+	select {
+	case <-released:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // longPollsFor is how many long polls asked for the events of run id.
@@ -66,7 +111,8 @@ func startStack(t *testing.T, modelDelay time.Duration, ignoreWait bool) *stack 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
-	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: askingModel{&offline.Model{Delay: modelDelay}}, Logger: logger,
+	gate := &modelGate{}
+	agent, err := jobs.New(jobs.Deps{Pool: pool, Model: askingModel{&offline.Model{Delay: modelDelay}, gate}, Logger: logger,
 		Messenger: messenger.NewPostgres(pool, listener, messenger.PostgresConfig{}), Work: true})
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +133,14 @@ func startStack(t *testing.T, modelDelay time.Duration, ignoreWait bool) *stack 
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &stack{pool: pool, agent: agent, key: key, userID: uid, ignoreWait: ignoreWait, longPollsOf: map[string]int{}}
+	st := &stack{pool: pool, agent: agent, key: key, userID: uid, ignoreWait: ignoreWait, longPollsOf: map[string]int{}, gate: gate}
 	api := httpapi.New(httpapi.Deps{Agent: agent, Logger: logger})
 	st.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/e2e/release" && r.Method == http.MethodPost {
+			gate.release()
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		if strings.HasSuffix(r.URL.Path, "/events") {
 			st.eventPolls.Add(1)
 			if r.URL.Query().Get("wait") != "" && r.URL.Query().Get("wait") != "0" {
@@ -114,7 +165,10 @@ func startStack(t *testing.T, modelDelay time.Duration, ignoreWait bool) *stack 
 // its owner one question first (askedQuestion), then reports the answer
 // ask_owner gave it, and a root that must have its plan approved proposes
 // one sub-agent (plannedName), then reports what propose_plan answered.
-type askingModel struct{ llm.Model }
+type askingModel struct {
+	llm.Model
+	gate *modelGate
+}
 
 // plannedName is the sub-agent askingModel's planning roots propose.
 const plannedName = "routers"
@@ -124,6 +178,9 @@ const askedQuestion = "Which Go version should the research cover?"
 
 // Complete implements llm.Model.
 func (m askingModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if err := m.gate.wait(ctx); err != nil {
+		return llm.Response{}, err
+	}
 	if slices.ContainsFunc(req.Tools, func(t llm.ToolSpec) bool { return t.Name == "propose_plan" }) {
 		return m.plan(req), nil
 	}
