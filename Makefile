@@ -15,8 +15,10 @@
 
 LAMBDA_ARCH ?= arm64
 GO ?= go
-# Extra linker flags, such as -s -w to leave out the symbol table.
-LDFLAGS ?=
+# Linker flags: -s -w leave out the symbol table and DWARF, about 30% of
+# each binary (the worker's arm64 bootstrap: 44.6 MB with them, 30.9 MB
+# without); panics still print their stacks. LDFLAGS= builds them in.
+LDFLAGS ?= -s -w
 
 FUNCTIONS := ApiFunction WorkerFunction SchedulerFunction MigrateFunction
 

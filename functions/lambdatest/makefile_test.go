@@ -80,6 +80,12 @@ func checkBootstrap(t *testing.T, path string, machine elf.Machine) int64 {
 	for _, s := range bi.Settings {
 		settings[s.Key] = s.Value
 	}
+	// Stripped: no symbol table and no DWARF (the Makefile's -s -w).
+	for _, sec := range []string{".symtab", ".debug_info", ".zdebug_info"} {
+		if f.Section(sec) != nil {
+			t.Errorf("%s has a %s section: build it with the Makefile's default LDFLAGS (-s -w)", path, sec)
+		}
+	}
 	for k, want := range map[string]string{"-tags": "lambda.norpc", "CGO_ENABLED": "0", "GOOS": "linux", "-trimpath": "true"} {
 		if settings[k] != want {
 			t.Errorf("%s: build setting %s=%q, want %q", path, k, settings[k], want)

@@ -48,6 +48,7 @@ type template struct {
 	Conditions map[string]any
 	Globals    map[string]any
 	Resources  map[string]map[string]any
+	Outputs    map[string]any
 }
 
 func loadTemplate(t *testing.T) *template {
@@ -58,6 +59,7 @@ func loadTemplate(t *testing.T) *template {
 	tpl.Parameters, _ = m["Parameters"].(map[string]any)
 	tpl.Mappings, _ = m["Mappings"].(map[string]any)
 	tpl.Conditions, _ = m["Conditions"].(map[string]any)
+	tpl.Outputs, _ = m["Outputs"].(map[string]any)
 	res, _ := m["Resources"].(map[string]any)
 	for name, r := range res {
 		tpl.Resources[name], _ = r.(map[string]any)
@@ -337,7 +339,9 @@ func (tpl *template) gatewayRoutes(t *testing.T) map[string]gatewayRoute {
 			add(fmt.Sprint(dig(e, "Properties", "Method"))+" "+fmt.Sprint(dig(e, "Properties", "Path")), gatewayRoute{source: "event " + ev})
 		}
 	}
-	invoke := map[string]any{"Fn::Sub": "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${ApiFunction.Arn}/invocations"}
+	// The alias CodeDeploy moves traffic on, as SAM points the events' own
+	// integrations at it.
+	invoke := map[string]any{"Fn::Sub": "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${ApiFunction.Alias}/invocations"}
 	paths, _ := dig(tpl.Resources["HttpApi"], "Properties", "DefinitionBody", "paths").(map[string]any)
 	for path, item := range paths {
 		methods, _ := item.(map[string]any)
@@ -379,7 +383,7 @@ func (tpl *template) mayInvokeAPI(method, path, condition string) bool {
 		}
 		p := dig(r, "Properties")
 		if dig(p, "Action") == "lambda:InvokeFunction" && dig(p, "Principal") == "apigateway.amazonaws.com" &&
-			jsonEqual(dig(p, "FunctionName"), map[string]any{"Ref": "ApiFunction"}) && jsonEqual(dig(p, "SourceArn"), arn) {
+			jsonEqual(dig(p, "FunctionName"), map[string]any{"Ref": "ApiFunction.Alias"}) && jsonEqual(dig(p, "SourceArn"), arn) {
 			return true
 		}
 	}
@@ -497,7 +501,8 @@ func sameSet(a, b []string) bool {
 func TestTemplateLeastPrivilege(t *testing.T) {
 	t.Parallel()
 	tpl := loadTemplate(t)
-	workerARN := map[string]any{"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-worker"}
+	workerARN := map[string]any{"Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${AWS::StackName}-worker:live"}
+	hookARN := map[string]any{"Fn::Sub": "arn:${AWS::Partition}:codedeploy:${AWS::Region}:${AWS::AccountId}:deploymentgroup:${ServerlessDeploymentApplication}/*"}
 	modelKey := map[string]any{"Ref": "OpenAISecretArn"}
 	searchKey := map[string]any{"Ref": "SearchSecretArn"}
 	dbSecret := map[string]any{"Ref": "DatabaseSecretArn"}
@@ -505,7 +510,7 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 		if dig(fn, "Properties", "Role") != nil {
 			t.Errorf("%s: a Role of its own escapes these checks", name)
 		}
-		invokes, readsKey := false, false
+		invokes, readsKey, reportsHook := false, false, false
 		for _, st := range statements(dig(fn, "Properties", "Policies")) {
 			if st["Effect"] != "Allow" {
 				continue
@@ -517,7 +522,12 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 				case action == "lambda:InvokeFunction":
 					invokes = true
 					if !jsonEqual(st["Resource"], workerARN) {
-						t.Errorf("%s: lambda:InvokeFunction on %v, want the worker's ARN only", name, st["Resource"])
+						t.Errorf("%s: lambda:InvokeFunction on %v, want the worker's alias only", name, st["Resource"])
+					}
+				case strings.HasPrefix(action, "codedeploy:"):
+					reportsHook = true
+					if action != "codedeploy:PutLifecycleEventHookExecutionStatus" || !jsonEqual(st["Resource"], hookARN) {
+						t.Errorf("%s: %s on %v, want only a hook's report on this stack's deployment groups", name, action, st["Resource"])
 					}
 				case action == "secretsmanager:GetSecretValue":
 					switch {
@@ -532,10 +542,19 @@ func TestTemplateLeastPrivilege(t *testing.T) {
 		if invokes != (name == "ApiFunction" || name == "WorkerFunction") {
 			t.Errorf("%s: may invoke the worker: %v", name, invokes)
 		}
+		if reportsHook != (name == "MigrateFunction") {
+			t.Errorf("%s: may report a CodeDeploy hook: %v; only the migrate function is the hook", name, reportsHook)
+		}
 		if readsKey != (name == "WorkerFunction") {
 			t.Errorf("%s: may read the model or search key: %v; only the worker calls the model and the web", name, readsKey)
 		}
 	}
+}
+
+// mustJSON is v as JSON, for looking for a reference anywhere in it.
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func jsonEqual(a, b any) bool {

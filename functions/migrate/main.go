@@ -1,6 +1,9 @@
 // Command migrate is the Lambda that applies the schema (River's migrations,
-// then the project's) to the database; it is invoked once after each deploy
-// (see docs/serverless.md) and is idempotent.
+// then the project's) to the database. It is idempotent, and it is invoked
+// two ways: by CodeDeploy as the pre-traffic hook of each function's
+// deployment (template.yaml's DeploymentPreference), so the schema is
+// current before any new version takes traffic, and by hand with any other
+// event (docs/serverless.md).
 package main
 
 import (
@@ -10,16 +13,12 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/codedeploy"
 
 	gbaws "github.com/gbresearch/gb/infra/aws"
 	"github.com/gbresearch/gb/infra/db"
 )
-
-// result is what an invocation returns: how many of the project's
-// migrations it applied (0 when the schema was already current).
-type result struct {
-	Applied int `json:"applied"`
-}
 
 func main() {
 	ctx := context.Background()
@@ -28,8 +27,21 @@ func main() {
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("migrate cannot start", "err", err)
 		os.Exit(1)
 	}
-	lambda.StartHandlerFunc(gbaws.Wrap(rt, func(ctx context.Context, _ json.RawMessage) (result, error) {
-		n, err := db.Migrate(ctx, rt.Pool, rt.Logger)
-		return result{Applied: n}, err
+	h := handler{
+		migrate: func(ctx context.Context) (int, error) { return db.Migrate(ctx, rt.Pool, rt.Logger) },
+		hooks: func(ctx context.Context) (hookReporter, error) {
+			if rt.AWS != nil {
+				return codedeploy.NewFromConfig(*rt.AWS), nil
+			}
+			cfg, err := awsconfig.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return codedeploy.NewFromConfig(cfg), nil
+		},
+		logger: rt.Logger,
+	}
+	lambda.StartHandlerFunc(gbaws.Wrap(rt, func(ctx context.Context, ev json.RawMessage) (result, error) {
+		return h.handle(ctx, ev)
 	}), lambda.WithEnableSIGTERM(rt.Close))
 }

@@ -9,7 +9,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -127,4 +130,45 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (int,
 		logger.InfoContext(ctx, "applied migrations", "count", len(results))
 	}
 	return len(results), nil
+}
+
+// SchemaVersions returns the newest of the project's migrations applied to
+// the database (0 when none is) and the newest this binary holds: a
+// database whose current is below latest has not been migrated for this
+// version yet. It only reads, so it can serve a readiness check.
+func SchemaVersions(ctx context.Context, pool *pgxpool.Pool) (current, latest int64, err error) {
+	latest, err = latestMigration()
+	if err != nil {
+		return 0, 0, err
+	}
+	var table *string
+	if err := pool.QueryRow(ctx, "SELECT to_regclass('goose_db_version')::text").Scan(&table); err != nil {
+		return 0, 0, fmt.Errorf("error looking for the schema's version table: %w", err)
+	}
+	if table == nil {
+		return 0, latest, nil
+	}
+	if err := pool.QueryRow(ctx, "SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied").Scan(&current); err != nil {
+		return 0, 0, fmt.Errorf("error reading the schema's version: %w", err)
+	}
+	return current, latest, nil
+}
+
+// latestMigration is the version of the newest migration file embedded in
+// the binary (the number its name starts with).
+func latestMigration() (int64, error) {
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		return 0, fmt.Errorf("error listing the migrations: %w", err)
+	}
+	var latest int64
+	for _, n := range names {
+		digits, _, _ := strings.Cut(n, "_")
+		v, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("migration %s: its name does not start with a version number: %w", n, err)
+		}
+		latest = max(latest, v)
+	}
+	return latest, nil
 }

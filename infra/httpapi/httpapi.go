@@ -63,11 +63,12 @@ var Routes = []Route{
 }
 
 // PublicRoutes are the routes served without an API key: the OpenAPI
-// description of the routes, and the liveness check. They are kept apart from Routes until the
+// description of the routes, the liveness check and the readiness check. They are kept apart from Routes until the
 // deployment template routes them too.
 var PublicRoutes = []Route{
 	{"GET", "/v1/gb/openapi.json"},
 	{"GET", "/healthz"},
+	{"GET", "/readyz"},
 }
 
 // Deps are what the API is built from.
@@ -127,6 +128,7 @@ func New(d Deps) http.Handler {
 	public := map[Route]http.HandlerFunc{
 		{"GET", "/v1/gb/openapi.json"}: serveOpenAPI,
 		{"GET", "/healthz"}:            health,
+		{"GET", "/readyz"}:             a.ready,
 	}
 	mux := http.NewServeMux()
 	for _, r := range slices.Concat(Routes, KeyRoutes, WebhookRoutes) {
