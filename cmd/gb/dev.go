@@ -117,7 +117,7 @@ func startStack(ctx context.Context, logger *slog.Logger, messages string) (*sta
 		return nil, err
 	}
 	return &stack{pool: pool, listener: listener, agent: agent, logger: logger, tel: tel,
-		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger, Notifier: listener, Tracer: tel.Tracer})}, nil
+		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger, Notifier: listener, Tracer: tel.Tracer, Meter: tel.Meter})}, nil
 }
 
 // openWorkingPool opens the pool of a process that works step jobs (gb

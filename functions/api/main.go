@@ -43,7 +43,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	handler := httpapi.New(httpapi.Deps{Agent: agent, Logger: rt.Logger, Kick: rt.Kick(), Tracer: tel.Tracer})
+	handler := httpapi.New(httpapi.Deps{Agent: agent, Logger: rt.Logger, Kick: rt.Kick(), Tracer: tel.Tracer, Meter: tel.Meter})
 	flushFailed := func(err error) { rt.Logger.Warn("could not flush telemetry", "err", err) }
 	lambda.StartHandlerFunc(telemetry.Flushing(tel, flushFailed, serve(rt, apigw.Handler(handler))),
 		lambda.WithEnableSIGTERM(func() {

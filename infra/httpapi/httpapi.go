@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gbresearch/gb/infra/dashboard"
@@ -94,6 +95,9 @@ type Deps struct {
 	// Tracer, when set, serves each request in a span that continues the
 	// request's W3C traceparent (tracing.go); nil traces nothing.
 	Tracer trace.TracerProvider
+	// Meter, when set with Tracer, records http.server.request.duration
+	// by route; nil records no metric.
+	Meter metric.MeterProvider
 }
 
 type api struct {
@@ -145,7 +149,7 @@ func New(d Deps) http.Handler {
 	// No catch-all pattern: it would turn the mux's 405s into 404s. The
 	// mux's own 404, 405 and redirect answers get JSON bodies from
 	// jsonErrors instead.
-	return traced(d.Tracer, mux, jsonErrors(limitHeaders(withTimeout(a.DBTimeout, mux))))
+	return traced(d.Tracer, d.Meter, mux, jsonErrors(limitHeaders(withTimeout(a.DBTimeout, mux))))
 }
 
 type userKey struct{}
@@ -226,9 +230,10 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 func (a *api) internal(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
-		// The client went away; nobody reads this answer.
+		// The client went away; nobody reads this answer, and it is no
+		// failure of the server's.
 		a.Logger.InfoContext(r.Context(), "request cancelled", "method", r.Method, "path", r.URL.Path)
-		unavailable(w)
+		w.WriteHeader(StatusClientClosed)
 	case dbUnavailable(err):
 		a.Logger.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		unavailable(w)

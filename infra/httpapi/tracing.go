@@ -4,64 +4,68 @@ import (
 	"net/http"
 	"strings"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// tracingScope is the instrumentation scope of the API's spans.
-const tracingScope = "github.com/gbresearch/gb/infra/httpapi"
+// StatusClientClosed is the status a request is answered with when its
+// client went away before the answer (a long poll left by a page that
+// navigated on, say): nobody reads it, and as a 4xx it is no server error
+// in a trace or a 5xx alarm. nginx's 499 is the usual code for it.
+const StatusClientClosed = 499
 
-// traced serves each request in a server span named by its method and the
-// route the mux matches ("POST /v1/gb/research"), the child of the W3C
-// traceparent the request carries, if any: a research started by the
-// request is then part of the caller's trace (jobs stores the span's
-// context on the run). With no tracer provider it returns next as is.
-//
-// It is a few lines rather than otelhttp: the API needs one span per
-// request named by its route, and W3C trace context only.
-func traced(tp trace.TracerProvider, mux *http.ServeMux, next http.Handler) http.Handler {
+// traced serves each request through otelhttp: a server span with the
+// HTTP semantic conventions (url.scheme, server.address,
+// user_agent.original, http.response.status_code, ...) and the
+// http.server.request.duration metric, the child of the W3C traceparent
+// the request carries, if any: a research started by the request is then
+// part of the caller's trace (jobs stores the span's context on the run).
+// The span and the metric are named by the route the mux matches ("POST
+// /v1/gb/research/{id}/cancel"), never by the path. The dashboard's
+// static files are not traced: a page load is dozens of them. With no
+// tracer provider it returns next as is.
+func traced(tp trace.TracerProvider, mp metric.MeterProvider, mux *http.ServeMux, next http.Handler) http.Handler {
 	if tp == nil {
 		return next
 	}
-	tracer := tp.Tracer(tracingScope)
-	prop := propagation.TraceContext{}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	route := func(r *http.Request) (name, path string) {
 		_, pattern := mux.Handler(r)
-		name := r.Method
-		attrs := []attribute.KeyValue{attribute.String("http.request.method", r.Method),
-			attribute.String("url.path", r.URL.Path)}
-		if pattern != "" {
-			name = pattern
-			if _, path, ok := strings.Cut(pattern, " "); ok {
-				attrs = append(attrs, attribute.String("http.route", path))
+		if pattern == "" {
+			return r.Method, ""
+		}
+		_, path, _ = strings.Cut(pattern, " ")
+		return r.Method + " " + path, path
+	}
+	// Inside otelhttp's span: the route on the span and on the metric.
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, path := route(r); path != "" {
+			trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("http.route", path))
+			if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
+				l.Add(attribute.String("http.route", path))
 			}
 		}
-		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-		defer span.End()
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r.WithContext(ctx))
-		span.SetAttributes(attribute.Int("http.response.status_code", sw.status))
-		if sw.status >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(sw.status))
-		}
+		next.ServeHTTP(w, r)
 	})
+	opts := []otelhttp.Option{
+		otelhttp.WithTracerProvider(tp),
+		otelhttp.WithPropagators(propagation.TraceContext{}),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			name, _ := route(r)
+			return name
+		}),
+		otelhttp.WithFilter(func(r *http.Request) bool { return !isStaticAsset(r.URL.Path) }),
+	}
+	if mp != nil {
+		opts = append(opts, otelhttp.WithMeterProvider(mp))
+	}
+	return otelhttp.NewHandler(inner, "gb-api", opts...)
 }
 
-// statusWriter remembers the status code of the answer.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
+// isStaticAsset says whether path is one of the dashboard's files (under
+// /ui/), which are not traced.
+func isStaticAsset(path string) bool {
+	return path == "/ui" || strings.HasPrefix(path, "/ui/")
 }
-
-// WriteHeader records the status and passes it on.
-func (w *statusWriter) WriteHeader(code int) {
-	w.status = code
-	w.ResponseWriter.WriteHeader(code)
-}
-
-// Unwrap gives http.ResponseController the writer underneath (a long
-// poll's flushes and deadlines).
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

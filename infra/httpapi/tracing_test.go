@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -24,10 +27,18 @@ func TestTracedContinuesTheTraceparent(t *testing.T) {
 		seen = trace.SpanContextFromContext(r.Context())
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
-	h := traced(tp, mux, mux)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	mux.HandleFunc("GET /ui/", func(w http.ResponseWriter, r *http.Request) {})
+	h := traced(tp, mp, mux, mux)
 	r := httptest.NewRequest(http.MethodPost, "/v1/gb/research/7/cancel", nil)
 	r.Header.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	r.Header.Set("User-Agent", "gb-test/1")
 	h.ServeHTTP(httptest.NewRecorder(), r)
+	// The dashboard's files are not traced.
+	for _, p := range []string{"/ui/index.html", "/ui/js/app.js", "/ui/css/app.css"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, p, nil))
+	}
 	spans := exp.GetSpans()
 	if len(spans) != 1 {
 		t.Fatalf("%d spans", len(spans))
@@ -48,7 +59,32 @@ func TestTracedContinuesTheTraceparent(t *testing.T) {
 		attrs["http.request.method"] != "POST" || s.Status.Code.String() != "Error" {
 		t.Errorf("attributes %v, status %v", attrs, s.Status)
 	}
-	if traced(nil, mux, mux) != http.Handler(mux) {
+	for k, want := range map[string]string{"url.scheme": "http", "server.address": "example.com", "user_agent.original": "gb-test/1", "url.path": "/v1/gb/research/7/cancel"} {
+		if attrs[k] != want {
+			t.Errorf("attribute %s = %q, want %q (all: %v)", k, attrs[k], want, attrs)
+		}
+	}
+	// The request's duration, by route.
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var routes []string
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "http.server.request.duration" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				v, _ := dp.Attributes.Value("http.route")
+				routes = append(routes, v.AsString())
+			}
+		}
+	}
+	if len(routes) != 1 || routes[0] != "/v1/gb/research/{id}/cancel" {
+		t.Errorf("http.server.request.duration by route: %v, want the one traced route", routes)
+	}
+	if traced(nil, nil, mux, mux) != http.Handler(mux) {
 		t.Error("with no tracer provider the handler is wrapped")
 	}
 }
