@@ -270,6 +270,10 @@ async function checkAskOwner() {
   check((await page.textContent('#events-body tr[data-kind="input_required"] td.detail')).startsWith(question),
     'the timeline shows the question');
   check(await page.textContent('#run-head dd[data-fact="state"]') === 'input_required', 'the run is in state input_required');
+  // The drawn timeline's park says what the run asked.
+  const parkTitle = () => page.$$eval('#timeline-body line.tl-park title', (ts) => ts.map((t) => t.textContent));
+  await page.waitForFunction((q) => Array.from(document.querySelectorAll('#timeline-body line.tl-park title')).some((t) => t.textContent.includes(q)), question);
+  check((await parkTitle()).some((t) => t.startsWith('asked its owner: ' + question)), 'the drawn timeline\'s park shows the question: ' + JSON.stringify(await parkTitle()));
   await page.screenshot({ path: path.join(shots, 'ask.png'), fullPage: true });
   await checkListFollows(id);
   await page.fill('#answer', answer);
@@ -280,6 +284,9 @@ async function checkAskOwner() {
   check((await page.textContent('#report-body h1')) === 'Answered', 'the report written after the answer is shown');
   const answered = await page.$$eval('#events-body tr[data-kind="answered"] td.detail', (tds) => tds.map((td) => td.textContent));
   check(answered.length === 1 && answered[0] === 'by its owner: ' + answer, 'the timeline shows the answer once: ' + JSON.stringify(answered));
+  await page.waitForFunction((a) => Array.from(document.querySelectorAll('#timeline-body line.tl-park title')).some((t) => t.textContent.includes(a)), answer);
+  check((await parkTitle()).some((t) => t === 'asked its owner: ' + question + '\nanswered: ' + answer),
+    'the drawn timeline\'s park shows the question and its answer: ' + JSON.stringify(await parkTitle()));
   await page.screenshot({ path: path.join(shots, 'answered.png'), fullPage: true });
 }
 
@@ -477,10 +484,47 @@ async function checkUsage(id) {
   check(/567 reasoning$/.test(row[5]) && row[6] === '1,234', 'the tree row shows reasoning under tokens and cached: ' + JSON.stringify(row));
   const foot = await cells('#tree-table tfoot tr');
   check(foot[6] === '1,234' && foot[8] === '1 call at its estimate', 'the tree totals show cached tokens and the estimated call: ' + JSON.stringify(foot));
+  check(foot[0] === '1 agent' && /^1 agent, /.test(treeFact), 'one agent is "1 agent": ' + foot[0] + ' · ' + treeFact);
+  await checkLayout(id);
   await page.click('#nav a[href="#/"]');
   await page.waitForSelector(`#runs-body tr[data-run-id="${id}"]`);
   const listed = await cells(`#runs-body tr[data-run-id="${id}"]`);
   check(/567 reasoning$/.test(listed[6]) && listed[7] === '1,234', 'the list shows the run\'s reasoning and cached tokens: ' + JSON.stringify(listed));
+}
+
+// checkLayout checks the run's page at 1280 and at 400 px wide: each
+// fact's label stands right above its value, in the same column, and the
+// tree table scrolls sideways in its box, so its last column can be
+// brought into view rather than being cut off, and nothing makes the page
+// itself wider than the screen. A screenshot of each.
+async function checkLayout(id) {
+  const size = page.viewportSize();
+  for (const width of [1280, 400]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.waitForSelector(`#tree-table tbody tr[data-run-id="${id}"]`);
+    const apart = await page.$$eval('#run-head dl.facts dd', (dds) => dds.map((dd) => {
+      const dt = dd.previousElementSibling;
+      const a = dt.getBoundingClientRect();
+      const b = dd.getBoundingClientRect();
+      return { label: dt.textContent, ok: dt.tagName === 'DT' && Math.abs(a.left - b.left) < 2 && a.bottom <= b.top + 1 && b.top - a.bottom < 8 };
+    }).filter((f) => !f.ok).map((f) => f.label));
+    check(apart.length === 0, `at ${width} px every fact's label stands above its value: apart ${JSON.stringify(apart)}`);
+    const scroll = await page.$eval('#tree-scroll', (box) => {
+      const last = box.querySelector('#tree-table thead th:last-child');
+      box.scrollLeft = box.scrollWidth;
+      const r = last.getBoundingClientRect();
+      const b = box.getBoundingClientRect();
+      return { overflow: getComputedStyle(box).overflowX, wide: box.scrollWidth > box.clientWidth,
+        reached: r.right <= b.right + 1 && r.left >= b.left - 1, page: document.documentElement.scrollWidth <= window.innerWidth,
+        wider: Array.from(document.querySelectorAll('body *')).filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 &&
+          !e.closest('.panel')).slice(0, 5).map((e) => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className) };
+    });
+    check(scroll.overflow === 'auto' && scroll.reached && scroll.page && (width > 1000 || scroll.wide),
+      `at ${width} px the tree table scrolls in its box and its last column can be reached: ${JSON.stringify(scroll)}`);
+    await page.evaluate(() => { document.querySelector('#tree-scroll').scrollLeft = 0; });
+    await page.screenshot({ path: path.join(shots, `run-${width}px.png`), fullPage: true });
+  }
+  await page.setViewportSize(size);
 }
 
 // checkMarkdown renders Markdown cases with the dashboard's own renderer,

@@ -5,6 +5,8 @@ const ints = new Intl.NumberFormat('en-US');
 
 export function fmtInt(n) { return ints.format(Number(n) || 0); }
 
+// count writes n things, in the singular for one: "1 agent", "3 agents".
+export function count(n, one, many = one + 's') { return fmtInt(n) + ' ' + (Number(n) === 1 ? one : many); }
 export function fmtCost(c) { return '$' + (Number(c) || 0).toFixed(4); }
 
 // fmtTokenParts is what a count of tokens held of cached prompt tokens

@@ -2,7 +2,7 @@
 // text nodes only; the report goes through the Markdown renderer.
 import { api } from './api.js';
 import { h, fill, extLink, classWord } from './dom.js';
-import { badge, ended, fmtBytes, fmtCost, fmtDateTime, fmtEstimated, fmtInt, fmtTime, fmtTokenParts, truncate, usageCells } from './format.js';
+import { badge, count, ended, fmtBytes, fmtCost, fmtDateTime, fmtEstimated, fmtInt, fmtTime, fmtTokenParts, truncate, usageCells } from './format.js';
 import { renderMarkdown } from './markdown.js';
 
 const heads = new WeakMap();
@@ -36,7 +36,9 @@ export function renderHead(el, run, app) {
     lineage.length ? h('p', { class: 'lineage' }, lineage) : null,
     run.reason ? h('p', { class: 'reason' }, h('strong', {}, 'Reason: '), run.reason) : null,
     h('p', { class: 'topic-full', id: 'run-topic' }, run.topic),
-    h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', {}, k), h('dd', { 'data-fact': k.toLowerCase() }, v)])),
+    // Each label and its value in a div of their own: the grid places
+    // the pairs, never a label apart from its value.
+    h('dl', { class: 'facts' }, facts.map(([k, v]) => h('div', { class: 'fact' }, h('dt', {}, k), h('dd', { 'data-fact': k.toLowerCase() }, v)))),
     run.error ? h('p', { class: 'note error', id: 'run-error' }, run.error) : null);
 }
 
@@ -95,7 +97,7 @@ function providerFact(w) {
 // their cached and reasoning parts, and the calls settled at an estimate.
 function treeFact(t) {
   const est = fmtEstimated(t.estimated_calls);
-  return t.runs + ' agents, ' + t.working + ' working, ' + fmtInt(t.tokens) + ' tokens' + fmtTokenParts(t) +
+  return count(t.runs, 'agent') + ', ' + t.working + ' working, ' + fmtInt(t.tokens) + ' tokens' + fmtTokenParts(t) +
     (est ? '; ' + est : '');
 }
 
@@ -128,13 +130,15 @@ export function renderTree(el, tree, currentID) {
   h('td', { title: fmtDateTime(r.updated_at) }, fmtTime(r.updated_at))));
   const t = tree.totals || {};
   const est = fmtEstimated(t.estimated_calls);
-  el.replaceChildren(h('table', { class: 'grid', id: 'tree-table' },
+  // In a box of its own that scrolls sideways, so that a narrow screen
+  // scrolls the table instead of cutting it off.
+  el.replaceChildren(h('div', { class: 'table-scroll', id: 'tree-scroll' }, h('table', { class: 'grid', id: 'tree-table' },
     h('thead', {}, h('tr', {}, ['Agent', 'Reason', 'Status', 'State', 'Steps', 'Tokens', 'Cached', 'Cost', 'Updated'].map((c) => h('th', {}, c)))),
     h('tbody', {}, rows),
     h('tfoot', {}, h('tr', {},
-      h('td', {}, t.runs + ' agents'), h('td', {}, t.working ? t.working + ' working' : 'all ended'), h('td', {}), h('td', {}),
+      h('td', {}, count(t.runs, 'agent')), h('td', {}, t.working ? t.working + ' working' : 'all ended'), h('td', {}), h('td', {}),
       h('td', { class: 'num' }, String(t.steps)), usageCells(t),
-      h('td', { class: 'num' }, fmtCost(t.cost_usd)), h('td', { class: 'estimated' }, est)))));
+      h('td', { class: 'num' }, fmtCost(t.cost_usd)), h('td', { class: 'estimated' }, est))))));
 }
 
 const shownReports = new WeakMap();

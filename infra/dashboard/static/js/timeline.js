@@ -11,7 +11,7 @@
 // text nodes (textContent); the SVG is built with createElementNS.
 import { api } from './api.js';
 import { h } from './dom.js';
-import { fmtCost, fmtInt } from './format.js';
+import { count, fmtCost, fmtInt } from './format.js';
 
 const svgNS = 'http://www.w3.org/2000/svg';
 const laneH = 30;
@@ -125,7 +125,7 @@ function render(tree, steps, events, width) {
   const y = (id) => axisH + lane.get(id) * laneH;
   const height = axisH + runs.length * laneH + 6;
   const svg = s('svg', { class: 'timeline', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
-    'aria-label': 'Timeline of the tree: ' + runs.length + ' agents, ' + steps.length + ' steps' });
+    'aria-label': 'Timeline of the tree: ' + count(runs.length, 'agent') + ', ' + count(steps.length, 'step') });
   svg.append(s('defs', {}, ['spawn', 'message', 'report'].map((k) => s('marker', { id: 'tl-arrow-' + k, viewBox: '0 0 8 8', refX: 7, refY: 4,
     markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L8,4 L0,8 z', fill: colors[k] })))));
   svg.append(axis(t0, span, x, height));
@@ -211,21 +211,32 @@ function parks(events, perRun, x, y, t1) {
     if (!perRun.has(ev.run_id)) continue;
     if (['waiting', 'input_required', 'plan_proposed', 'waiting_provider'].includes(ev.kind)) open.set(ev.run_id, ev);
     else if (open.has(ev.run_id) && ['resumed', 'answered', 'plan_decided', 'provider_recovered', 'completed', 'failed', 'cancelled', 'timed_out'].includes(ev.kind)) {
-      done.push([open.get(ev.run_id), ms(ev.at)]);
+      done.push([open.get(ev.run_id), ms(ev.at), ev]);
       open.delete(ev.run_id);
     }
   }
-  for (const ev of open.values()) done.push([ev, t1]);
-  for (const [ev, end] of done) {
+  for (const ev of open.values()) done.push([ev, t1, null]);
+  for (const [ev, end, closed] of done) {
     const yy = y(ev.run_id) + laneH / 2;
     const d = ev.data || {};
     const why = ev.kind === 'waiting' ? (d.for === 'messages' ? 'waiting for messages' : 'waiting for ' + [].concat(d.names || []).join(', '))
-      : ev.kind === 'input_required' ? 'waiting for its owner\'s answer'
+      : ev.kind === 'input_required' ? asked(d, closed)
         : ev.kind === 'waiting_provider' ? 'waiting for its provider (' + [d.provider, d.model].filter(Boolean).join(' ') + ')'
           : 'waiting for its owner\'s decision on its plan';
     perRun.get(ev.run_id).g.append(s('line', { class: 'tl-park', x1: x(ms(ev.at)), x2: x(end), y1: yy, y2: yy,
       stroke: colors.park, 'stroke-width': 2, 'stroke-dasharray': '4 3' }, s('title', {}, why)));
   }
+}
+
+// asked tells a park for the owner's answer: the question the agent asked,
+// and the answer once there is one (or that the deadline passed).
+function asked(d, closed) {
+  let text = 'asked its owner: ' + (d.question || '(no question recorded)');
+  if (closed && closed.kind === 'answered') {
+    const a = closed.data || {};
+    text += a.by === 'owner' ? '\nanswered: ' + (a.answer || '') : '\nno answer by its deadline';
+  } else if (!closed) text += '\nwaiting for the answer';
+  return text;
 }
 
 // arrows draws spawns (parent to child), messages (sender to receiver)
