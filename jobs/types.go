@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/gbresearch/gb/jobs/prompts"
 )
 
@@ -99,8 +101,9 @@ func (t *Types) addFS(fsys fs.FS, root, where string) error {
 	return nil
 }
 
-// parseType reads one type file: a header between --- lines of
-// "key: value" fields, then the prompt part.
+// parseType reads one type file: a YAML header between --- lines (the
+// front matter of Markdown tools: name, description, tools as a list or
+// a comma-separated string, max_steps, wall_clock), then the prompt part.
 func parseType(text string) (*AgentType, error) {
 	rest, ok := strings.CutPrefix(strings.TrimLeft(text, "\ufeff"), "---\n")
 	if !ok {
@@ -110,22 +113,27 @@ func parseType(text string) (*AgentType, error) {
 	if !ok {
 		return nil, errors.New("header: no closing --- line")
 	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(header), &doc); err != nil {
+		return nil, fmt.Errorf("header: not YAML: %w", err)
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, errors.New("header: must be YAML fields, one \"key: value\" a line")
+	}
 	t := &AgentType{Prompt: strings.TrimSpace(body)}
 	seen := map[string]bool{}
-	for _, line := range strings.Split(header, "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		key, val, ok := strings.Cut(line, ":")
-		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		if !ok {
-			return nil, fmt.Errorf("header: %q is not a key: value line", line)
-		}
+	fields := doc.Content[0].Content
+	for i := 0; i+1 < len(fields); i += 2 {
+		key := fields[i].Value
 		if seen[key] {
 			return nil, fmt.Errorf("%s: given twice", key)
 		}
 		seen[key] = true
-		if err := t.set(key, val); err != nil {
+		val, err := headerValue(key, fields[i+1])
+		if err != nil {
+			return nil, err
+		}
+		if err := t.set(key, strings.TrimSpace(val)); err != nil {
 			return nil, err
 		}
 	}
@@ -138,6 +146,25 @@ func parseType(text string) (*AgentType, error) {
 		return nil, errors.New("prompt: the part after the header is empty")
 	}
 	return t, nil
+}
+
+// headerValue is a header field's value as text: a scalar as written, a
+// list of scalars (tools: [search, read]) joined by commas.
+func headerValue(key string, n *yaml.Node) (string, error) {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Value, nil
+	case yaml.SequenceNode:
+		items := make([]string, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return "", fmt.Errorf("%s: a list may hold only names", key)
+			}
+			items = append(items, c.Value)
+		}
+		return strings.Join(items, ","), nil
+	}
+	return "", fmt.Errorf("%s: must be a value or a list, not a mapping", key)
 }
 
 // set sets one header field.

@@ -110,7 +110,21 @@ func TestOperatorTypesLoadFromADirectoryAndBadOnesAreRefused(t *testing.T) {
 	if got := types.Names(); !slices.Equal(got, []string{"reader", "researcher", "sprinter"}) {
 		t.Fatalf("types %v", got)
 	}
+	// The header is YAML: comments, quoted values and a list of tools.
+	yamlDir := t.TempDir()
+	writeType(t, yamlDir, "lister.md", "---\n# what it is for\nname: lister\ndescription: \"lists: what it finds\"\n"+
+		"tools: [search, read]\nmax_steps: 5\n---\nList what you find.\n")
+	yamlTypes, err := jobs.LoadTypes(yamlDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lt, ok := yamlTypes.Get("lister"); !ok || lt.Description != "lists: what it finds" || !slices.Equal(lt.Tools, []string{"search", "read"}) {
+		t.Fatalf("a YAML header: %+v", lt)
+	}
 	for _, tc := range []struct{ file, text, want string }{
+		{"twice.md", strings.Replace(sprinterType, "max_steps: 40", "max_steps: 40\nname: again", 1), "twice.md: name: given twice"},
+		{"yaml.md", strings.Replace(sprinterType, "max_steps: 40", "max_steps: [40", 1), "yaml.md: header: not YAML"},
+		{"nested.md", strings.Replace(sprinterType, "tools: all", "tools:\n  web: yes", 1), "nested.md: tools: must be a value or a list"},
 		{"notool.md", strings.Replace(sprinterType, "tools: all", "tools: search, teleport", 1), `notool.md: tools: "teleport" is not a tool`},
 		{"noname.md", strings.Replace(sprinterType, "name: sprinter\n", "", 1), "noname.md: name: is required"},
 		{"clock.md", strings.Replace(sprinterType, "wall_clock: 1s", "wall_clock: soon", 1), `clock.md: wall_clock: "soon" must be a duration`},
