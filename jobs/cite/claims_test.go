@@ -167,17 +167,21 @@ func TestFlag(t *testing.T) {
 	}
 }
 
-// TestStem checks the light stemmer on the forms the package doc names.
+// TestStem: the forms of a word share its stem, and words that differ do
+// not.
 func TestStem(t *testing.T) {
-	for _, c := range [][2]string{{"libraries", "library"}, {"running", "run"}, {"stopped", "stop"}, {"boxes", "box"},
-		{"makes", "mak"}, {"making", "mak"}, {"status", "status"}, {"class", "clas"}, {"Go's", "go's"}} {
-		w := strings.ToLower(c[0])
-		if c[0] == "Go's" {
-			w = "go"
-			c[1] = "go"
+	for _, forms := range [][]string{{"library", "libraries"}, {"run", "running", "runs"}, {"stop", "stopped", "stops"},
+		{"box", "boxes"}, {"make", "makes", "making"}, {"carry", "carries", "carried"}, {"class", "classes"},
+		{"status", "statuses"}, {"go", "go's"}, {"cancel", "cancels", "cancelled", "canceled"}} {
+		for _, f := range forms[1:] {
+			if stem(f) != stem(forms[0]) {
+				t.Errorf("stem(%q) = %q, stem(%q) = %q; want one stem", f, stem(f), forms[0], stem(forms[0]))
+			}
 		}
-		if got := stem(w); got != c[1] {
-			t.Errorf("stem(%q) = %q, want %q", c[0], got, c[1])
+	}
+	for _, pair := range [][2]string{{"context", "content"}, {"timeout", "time"}, {"reader", "read"}} {
+		if stem(pair[0]) == stem(pair[1]) {
+			t.Errorf("stem(%q) = stem(%q) = %q; want them apart", pair[0], pair[1], stem(pair[0]))
 		}
 	}
 }

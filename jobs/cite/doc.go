@@ -120,11 +120,9 @@
 //     (straight or curly), cut at ellipses, which must appear in the
 //     passage ignoring case, quotes' shapes, backticks and spacing.
 //   - content words: lower-cased words of two characters or more that are
-//     not stop words or numbers, lightly stemmed (a final "'s", then one
-//     suffix of "ies"→"y", "ied"→"y", "ing", "ed", "ation", "ly", "es"
-//     after s/x/z/ch/sh, or "s" but not "ss" or "us", removed when three
-//     characters remain; then a final 'e' dropped and a final doubled
-//     consonant made single).
+//     not stop words or numbers, stemmed by the Snowball (Porter2) English
+//     stemmer after a final "'s" is dropped (github.com/kljensen/snowball,
+//     which the offline policy uses too).
 //
 // A passage's score is the weighted share of the part's distinct content
 // stems it holds (its definition included): a stem weighs 1 + ln(n/(1+d))

@@ -1,6 +1,8 @@
 package cite
 
 import (
+	"github.com/kljensen/snowball/english"
+
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -17,28 +19,11 @@ func contentWord(w string) bool {
 	return strings.TrimLeft(w, "0123456789") != ""
 }
 
-// stem reduces a lower-cased word to its light stem (see the package doc).
+// stem reduces a lower-cased word to its Snowball (Porter2) English stem,
+// a possessive's 's first dropped.
 func stem(w string) string {
 	w = strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
-	cut := func(suffix, with string) bool {
-		if !strings.HasSuffix(w, suffix) || utf8.RuneCountInString(w)-utf8.RuneCountInString(suffix) < 3 {
-			return false
-		}
-		w = strings.TrimSuffix(w, suffix) + with
-		return true
-	}
-	switch {
-	case cut("ies", "y"), cut("ied", "y"), cut("ing", ""), cut("ed", ""), cut("ation", ""), cut("ly", ""):
-	case hasAnySuffix(w, "ses", "xes", "zes", "ches", "shes") && cut("es", ""):
-	case !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && cut("s", ""):
-	}
-	if len(w) > 3 && strings.HasSuffix(w, "e") {
-		w = w[:len(w)-1]
-	}
-	if n := len(w); n > 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeiou", rune(w[n-1])) && w[n-1] < utf8.RuneSelf {
-		w = w[:n-1]
-	}
-	return w
+	return english.Stem(w, false)
 }
 
 func hasAnySuffix(w string, suffixes ...string) bool {

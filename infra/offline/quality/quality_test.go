@@ -46,6 +46,9 @@ func TestReportsCiteWhatTheyAreAbout(t *testing.T) {
 	}{
 		{topic: demoTopic, allowed: []string{"sync", "context", "net/http"}, required: []string{"context", "net/http"},
 			never: []string{"omithttp2", `(?m)^- (Outside of|It |This |These |Those )`, "do not cover"}},
+		// The README's example: "carries" in the package doc is "carry".
+		{topic: "What does context carry?", allowed: []string{"context"}, required: []string{"context"},
+			mentions: []string{"deadlines"}, never: []string{"do not cover"}},
 		{topic: "How does sync.WaitGroup work?", allowed: []string{"sync"}, required: []string{"sync"},
 			mentions: []string{"Add", "Done", "Wait"}, never: []string{"do not cover"}},
 		// The dataset cannot answer it: the report says so and cites nothing.
