@@ -35,10 +35,10 @@ CREATE INDEX gb_kb_notes_from_from_idx ON gb_kb_notes_from (from_tree_id);
 
 -- +goose Down
 DROP TABLE gb_kb_notes_from;
+ALTER TABLE gb_kb_documents DROP CONSTRAINT gb_kb_documents_dataset_or_tree;
 UPDATE gb_kb_documents d SET dataset = r.dataset
 FROM gb_agent_research_runs r
 WHERE d.tree_id = r.id;
 ALTER TABLE gb_kb_documents
-    DROP CONSTRAINT gb_kb_documents_dataset_or_tree,
     DROP COLUMN tree_id,
     ALTER COLUMN dataset SET NOT NULL;
