@@ -35,6 +35,9 @@ type createRequest struct {
 	// Citations is what the research does with its report's citations:
 	// off, flag or revise; "" is the service's default.
 	Citations string `json:"citations"`
+	// NotesFrom names earlier researches of the caller whose notes this
+	// one's agents see beside its own.
+	NotesFrom []int64 `json:"notes_from"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +81,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 func (req createRequest) params(uid int64) (jobs.StartParams, error) {
 	p := jobs.StartParams{UserID: uid, Topic: req.Topic, Dataset: req.Dataset,
 		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens, WebhookURL: req.WebhookURL, Interactive: req.Interactive,
-		ApprovePlan: req.ApprovePlan, Citations: req.Citations}
+		ApprovePlan: req.ApprovePlan, Citations: req.Citations, NotesFrom: req.NotesFrom}
 	if t := req.AnswerTimeoutSeconds; t != nil {
 		if *t == 0 {
 			return p, &jobs.FieldError{Field: "answer_timeout_seconds", Msg: fmt.Sprintf(
