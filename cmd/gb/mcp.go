@@ -229,6 +229,7 @@ func newMCPServer(c *apiClient) *mcp.Server {
 	addStepsTool(s, c)
 	addCitationsTool(s, c)
 	addResources(s, c)
+	s.AddReceivingMiddleware(inertResults)
 	return s
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
+
+	"github.com/gbresearch/gb/infra/inert"
 )
 
 // output is the -o/--output (and --json) flag of a read command.
@@ -105,8 +107,9 @@ func count[N ~int | ~int64](n N, noun string) string {
 }
 
 // oneLine folds all white space of s, newlines and tabs included, into
-// single spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// single spaces, and makes it inert (inert.Text): what a model, a page or
+// an agent wrote cannot drive the terminal.
+func oneLine(s string) string { return strings.Join(strings.Fields(inert.Text(s)), " ") }
 
 // fit cuts s to at most width display columns, ending with "…" when cut.
 // It counts wide characters (CJK, emoji) as two columns and never cuts

@@ -132,7 +132,7 @@ func researchStartCmd() *cobra.Command {
 			if !follow {
 				return nil
 			}
-			fmt.Fprintf(out, "model: %s\n", run.Model)
+			fmt.Fprintf(out, "model: %s\n", printable(run.Model))
 			return followRun(ctx, c, run.ID, out)
 		}),
 	}
@@ -349,9 +349,9 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 	}
 	switch {
 	case d.Error != "":
-		fmt.Fprintf(w, "\nerror: %s\n", d.Error)
+		fmt.Fprintf(w, "\nerror: %s\n", printable(d.Error))
 	case d.Report != "":
-		fmt.Fprintf(w, "\n%s\n", d.Report)
+		fmt.Fprintf(w, "\n%s\n", printable(d.Report))
 	}
 	return nil
 }
@@ -391,7 +391,7 @@ func researchCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %d: %s %s\n", run.ID, run.Status, run.Error)
+			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %d: %s %s\n", run.ID, run.Status, printable(run.Error))
 			return nil
 		}),
 	}
