@@ -23,6 +23,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
+require github.com/creack/pty v1.1.24 // indirect
+
 require (
 	github.com/aws/aws-sdk-go-v2/service/bedrockruntime v1.63.13
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,11 +41,17 @@ func (o *output) isJSON() (bool, error) {
 	return false, usageErrorf("-o %q is not an output format; use table or json", o.format)
 }
 
-// writeJSON prints v as indented JSON: the API's field names, unchanged.
+// writeJSON prints v as indented JSON: the API's field names, unchanged,
+// and the controls of its strings escaped (inert.JSON), so that JSON on a
+// terminal is inert and decodes to the same values.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("error writing JSON: %w", err)
+	}
+	if _, err := w.Write(inert.JSON(buf.Bytes())); err != nil {
 		return fmt.Errorf("error writing JSON: %w", err)
 	}
 	return nil

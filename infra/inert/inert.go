@@ -8,6 +8,7 @@
 package inert
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -93,3 +94,32 @@ func standIn(r rune) rune {
 // Unsafe reports whether s has a character Text would replace: what a
 // test asserts never reaches a terminal.
 func Unsafe(s string) bool { return firstUnsafe(s) >= 0 }
+
+// JSON returns the JSON text b with every character Text would replace
+// written as its \u escape, so JSON printed to a terminal is inert and
+// still decodes to the same values: encoding/json escapes the C0 controls
+// but writes DEL, the C1 and the bidirectional controls as they are. b
+// must be valid JSON (such characters appear only inside its strings);
+// bytes that are not UTF-8 become \ufffd.
+func JSON(b []byte) []byte {
+	s := string(b)
+	i := firstUnsafe(s)
+	if i < 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+16)
+	out = append(out, s[:i]...)
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			out = append(out, `\ufffd`...)
+		case unsafeRune(r):
+			out = append(out, fmt.Sprintf(`\u%04x`, r)...)
+		default:
+			out = append(out, s[i:i+n]...)
+		}
+		i += n
+	}
+	return out
+}

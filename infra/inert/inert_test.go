@@ -1,6 +1,7 @@
 package inert_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -67,4 +68,21 @@ func FuzzText(f *testing.F) {
 			t.Fatalf("safe %q changed to %q", s, out)
 		}
 	})
+}
+
+// JSON escapes what Text replaces and decodes to the same value.
+func TestJSONEscapesAndKeepsTheValue(t *testing.T) {
+	v := map[string]string{"report": "a \x1b[2J b \u009b c \u202e d \x7f e\n世界"}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := inert.JSON(b)
+	if inert.Unsafe(string(out)) {
+		t.Fatalf("JSON left a control: %q", out)
+	}
+	var back map[string]string
+	if err := json.Unmarshal(out, &back); err != nil || back["report"] != v["report"] {
+		t.Fatalf("decoded %q (%v), want %q", back["report"], err, v["report"])
+	}
 }
