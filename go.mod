@@ -11,6 +11,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/feature/rds/auth v1.7.12
 	github.com/aws/aws-sdk-go-v2/service/lambda v1.114.4
 	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.12
+	github.com/creack/pty v1.1.24
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/pressly/goose/v3 v3.30.0
@@ -22,8 +23,6 @@ require (
 	golang.org/x/net v0.62.0
 	gopkg.in/yaml.v3 v3.0.1
 )
-
-require github.com/creack/pty v1.1.24 // indirect
 
 require (
 	github.com/aws/aws-sdk-go-v2/service/bedrockruntime v1.63.13
