@@ -162,6 +162,8 @@ func TestHostileTextReachesNoTerminal(t *testing.T) {
 		{[]string{"research", "messages", id}, "message " + mark, 0},
 		{[]string{"research", "citations", id}, "claim " + mark, 0},
 		{[]string{"research", "sources", id, "--tree"}, "title " + mark, 0},
+		{[]string{"research", "notes", id}, "] note " + mark, 0},
+		{[]string{"research", "notes", id, "-o", "json"}, `"notes_from": []`, 0},
 		{[]string{"research", "cancel", kidID}, "already ended (failed: reason " + mark, exitError},
 	} {
 		what := "gb " + strings.Join(c.args, " ")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/kb"
 )
 
 // createRequest is the body of POST /v1/gb/research; its JSON fields are
@@ -297,6 +298,29 @@ func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 		msgs = []jobs.TranscriptMessage{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+}
+
+// notes answers the notes of the run's tree, oldest first, and the
+// researches whose notes the tree reads besides its own (notes_from).
+func (a *api) notes(w http.ResponseWriter, r *http.Request) {
+	run, ok := a.ownedRun(w, r)
+	if !ok {
+		return
+	}
+	notes, err := kb.Notes(r.Context(), a.Agent.Pool(), run.RootID)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	from, err := kb.NotesFrom(r.Context(), a.Agent.Pool(), run.RootID)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if notes == nil {
+		notes = []kb.Note{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"root_id": run.RootID, "notes": notes, "notes_from": from})
 }
 
 func (a *api) sendMessage(w http.ResponseWriter, r *http.Request) {
