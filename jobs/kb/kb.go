@@ -1,6 +1,8 @@
 // Package kb is the knowledge base of research agents: named datasets of
 // documents in Postgres, searched with full-text search (ranked, with
-// snippets), read one at a time, and grown by the notes agents remember.
+// snippets), read one at a time; and the notes agents remember, which
+// belong to their research tree and are searched with its dataset in one
+// ranking (notes.go).
 //
 // Each document is kept in passages too (passages.go): its sections, cut
 // at headings, Go declarations and paragraph ends, each with its offset

@@ -59,9 +59,8 @@ func SearchIn(ctx context.Context, db DB, scope Scope, query string, limit int) 
 // tree $2) that match any term ($4, the terms joined by "or") in the
 // documents that have none of the excluded terms ($5), then the
 // documents: those that have every term ($3, the query) first, then by
-// their best passage's rank, raised by a tenth of
-// its log for each other matching passage and by a half when that passage
-// has every term itself. The snippet is of the best passage alone.
+// their best passage's rank, raised by a tenth of its log for each other
+// matching passage and by a half when that passage has every term itself. The snippet is of the best passage alone.
 const searchSQL = `
 WITH q AS (
 	SELECT websearch_to_tsquery('english', $3) AS every_q,
