@@ -68,7 +68,14 @@ type StartParams struct {
 	// Citations is what the research does with its report's citations:
 	// off, flag or revise (citations.go); "" is the agent's default.
 	Citations string
+	// NotesFrom names earlier researches of the same user (root run
+	// ids) whose notes this one's agents see with its own: by default a
+	// research sees only the notes of its own tree.
+	NotesFrom []int64
 }
+
+// MaxNotesFrom bounds the researches a research reads notes from.
+const MaxNotesFrom = 20
 
 // Validate checks the inputs and fills the defaults. Every edge that starts
 // researches (the API, the scheduler) shares these checks: text is valid
@@ -113,6 +120,9 @@ func (p *StartParams) Validate() error {
 		return err
 	}
 	if err := checkCitationsMode("citations", p.Citations); err != nil {
+		return err
+	}
+	if err := p.checkNotesFrom(); err != nil {
 		return err
 	}
 	return ValidateWebhookURL("webhook_url", p.WebhookURL)
@@ -164,6 +174,9 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 			names, _ := kb.Datasets(ctx, tx)
 			return &FieldError{"dataset", fmt.Sprintf("unknown dataset %q; available: %s", p.Dataset, strings.Join(names, ", "))}
 		}
+		if err := checkNotesFromOwned(ctx, tx, p.UserID, p.NotesFrom); err != nil {
+			return err
+		}
 		var working int
 		// The user's researches still going (MaxWorkingPerUser).
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_runs
@@ -189,6 +202,9 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 			return fmt.Errorf("error inserting research: %w", err)
 		}
 		created = true
+		if err := kb.ReadNotesFrom(ctx, tx, run.ID, p.NotesFrom); err != nil {
+			return err
+		}
 		if err := addState(ctx, tx, run.ID, StateQueued, 0); err != nil {
 			return err
 		}
@@ -390,6 +406,61 @@ func SetUserMaxSubagents(ctx context.Context, db DB, name string, n *int) error 
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("no user named %q", name)
+	}
+	return nil
+}
+
+// checkNotesFrom drops repeated ids of NotesFrom and checks their number
+// and that each is a run id.
+func (p *StartParams) checkNotesFrom() error {
+	seen := map[int64]bool{}
+	ids := p.NotesFrom[:0:0]
+	for _, id := range p.NotesFrom {
+		if id <= 0 {
+			return &FieldError{"notes_from", fmt.Sprintf("takes the ids of your earlier researches (root runs); %d is not a run id", id)}
+		}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > MaxNotesFrom {
+		return &FieldError{"notes_from", fmt.Sprintf("names %d researches; at most %d are allowed", len(ids), MaxNotesFrom)}
+	}
+	p.NotesFrom = ids
+	return nil
+}
+
+// checkNotesFromOwned checks that every id of notes_from is a root
+// research of the user: a run of another user is not found, as
+// everywhere, and a sub-agent is named with its root.
+func checkNotesFromOwned(ctx context.Context, tx pgx.Tx, userID int64, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT i.id, r.root_id FROM unnest($1::bigint[]) WITH ORDINALITY AS i (id, n)
+		LEFT JOIN gb_agent_research_runs r ON r.id = i.id AND r.user_id = $2 ORDER BY i.n`, ids, userID)
+	if err != nil {
+		return fmt.Errorf("error checking notes_from: %w", err)
+	}
+	type found struct {
+		id   int64
+		root *int64
+	}
+	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (found, error) {
+		var f found
+		return f, r.Scan(&f.id, &f.root)
+	})
+	if err != nil {
+		return fmt.Errorf("error checking notes_from: %w", err)
+	}
+	for _, f := range runs {
+		switch {
+		case f.root == nil:
+			return &FieldError{"notes_from", fmt.Sprintf("run %d is not one of your researches; name the ids of your own earlier researches (gb research list)", f.id)}
+		case *f.root != f.id:
+			return &FieldError{"notes_from", fmt.Sprintf("run %d is a sub-agent; name its research, run %d, whose notes its agents share", f.id, *f.root)}
+		}
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readR
 // readFrom reads document id from offset; note, when set, says why it
 // reads from there and comes before the text.
 func readFrom(ctx context.Context, env *readEnv, id int64, offset int, note string) (readResult, error) {
-	d, total, err := kb.ReadAt(ctx, env.agent.pool, env.run.Dataset, id, offset)
+	d, total, err := kb.ReadIn(ctx, env.agent.pool, kbScope(env.run), id, offset)
 	if errors.Is(err, kb.ErrNotFound) {
 		return readResult{}, noDocument(id)
 	}
@@ -91,7 +91,7 @@ func noDocument(id int64) error {
 // findInDocument answers a read with find: the one passage named by the
 // text read at once (without an offset), else the places listed.
 func findInDocument(ctx context.Context, env *readEnv, args readArgs) (readResult, error) {
-	f, err := kb.Find(ctx, env.agent.pool, env.run.Dataset, args.ID, args.Find, args.Offset)
+	f, err := kb.FindIn(ctx, env.agent.pool, kbScope(env.run), args.ID, args.Find, args.Offset)
 	if errors.Is(err, kb.ErrNotFound) {
 		return readResult{}, noDocument(args.ID)
 	}

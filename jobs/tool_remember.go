@@ -9,12 +9,15 @@ import (
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
-// The tool remember stores a note in the knowledge base, in the step's transaction.
+// The tool remember stores a note in the notes of the run's research tree,
+// in the step's transaction: the agents of the tree find it with search
+// and read, and so do those of a research its owner started with
+// notes_from naming this one; it goes when the tree is deleted.
 
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolRemember,
-			Description: "Store a short note of a finding, with its source, in the knowledge base, where the other agents of this research find it."},
+			Description: "Store a short note of a finding, with its source, in this research's notes: search and read find it, for you and the other agents of this research."},
 		args:  rememberArgs{},
 		state: StateWriting,
 		run:   runRemember,
@@ -33,7 +36,7 @@ func runRemember(ctx context.Context, env *toolEnv, raw json.RawMessage) (string
 	if err := decodeArgs(raw, &args); err != nil {
 		return "", err
 	}
-	id, err := kb.Remember(ctx, env.tx, env.run.Dataset, env.run.ID, args.Title, args.Text)
+	id, err := kb.Remember(ctx, env.tx, env.run.RootID, env.run.ID, args.Title, args.Text)
 	if err != nil {
 		return "", err
 	}

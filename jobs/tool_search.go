@@ -10,12 +10,13 @@ import (
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
-// The tool search searches the knowledge base of the run's dataset; it is read-only.
+// The tool search searches the knowledge base of the run's dataset and the
+// notes of its research tree, in one ranking; it is read-only.
 
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolSearch,
-			Description: "Search the knowledge base of this research. " + kb.HowSearchMatches +
+			Description: "Search the knowledge base of this research and the notes its agents remembered. " + kb.HowSearchMatches +
 				" Each hit: [id N] title (source), its best passage's offset and heading (read from there), a snippet."},
 		args:  searchArgs{},
 		state: StateSearching,
@@ -46,7 +47,7 @@ func readSearch(ctx context.Context, env *readEnv, raw json.RawMessage) (readRes
 	if err := args.check(); err != nil {
 		return readResult{}, err
 	}
-	hits, err := kb.Search(ctx, env.agent.pool, env.run.Dataset, args.Query, args.Limit)
+	hits, err := kb.SearchIn(ctx, env.agent.pool, kbScope(env.run), args.Query, args.Limit)
 	if err != nil {
 		return readResult{}, err
 	}
@@ -90,3 +91,8 @@ func namedSymbol(h kb.Hit) string {
 	}
 	return h.Symbols[0]
 }
+
+// kbScope is what the agents of run see of the knowledge base: its
+// dataset, and the notes of its tree and of the trees its owner let it
+// read (notes_from).
+func kbScope(run *Run) kb.Scope { return kb.Scope{Dataset: run.Dataset, Tree: run.RootID} }

@@ -59,7 +59,7 @@ func answerTimeoutFlag(d time.Duration) (int, error) {
 
 // printQuestion prints the question run id waits on and how to answer it.
 func printQuestion(w io.Writer, id int64, question string, deadline *time.Time) {
-	fmt.Fprintf(w, "\n[run %d asks] %s\n", id, question)
+	fmt.Fprintf(w, "\n[run %d asks] %s\n", id, printable(question))
 	by := ""
 	if deadline != nil {
 		by = " before " + deadline.Local().Format("2006-01-02 15:04:05")

@@ -68,7 +68,7 @@ its own, and deletes them when it ends, so it may run beside live workers.`,
 				return err
 			}
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "gb bench: %s\n", s) }
+			o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "gb bench: %s\n", printable(s)) }
 			r, err := bench.Run(cmd.Context(), o)
 			if err != nil {
 				return err

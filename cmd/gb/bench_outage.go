@@ -106,9 +106,9 @@ These take minutes (the outages are real time): they are benchmarks, not tests.`
 
 func printOutageResearch(w io.Writer, r providerbench.OutageResearchResult) {
 	fmt.Fprintf(w, "research: %s after %d steps in %s (report %d characters)%s\n", r.Status, r.Steps,
-		r.Elapsed.Round(time.Second), len(r.Report), errorNote(r.Error))
+		r.Elapsed.Round(time.Second), len(r.Report), printable(errorNote(r.Error)))
 	fmt.Fprintf(w, "  %s\n", r.Outage)
-	fmt.Fprintf(w, "  the run during the outage (API): %s\n", r.Outage.Sample)
+	fmt.Fprintf(w, "  the run during the outage (API): %s\n", printable(r.Outage.Sample))
 	fmt.Fprintf(w, "  provider: %d requests, %d billed, $%.6f; ledger: %d billed (%d at an estimate, %d of them unbilled), $%.6f, %d mismatches\n",
 		r.Provider.Requests, r.Provider.Billed, r.Provider.CostUSD, r.Ledger.Billed, r.Ledger.Estimated,
 		r.Ledger.EstimatedUnbilled, r.Ledger.CostUSD, len(r.Ledger.Mismatches))
@@ -120,7 +120,7 @@ func printOutageTrees(w io.Writer, r providerbench.OutageTreesResult) {
 	fmt.Fprintf(w, "  %s\n", r.Outage)
 	fmt.Fprintf(w, "  the minute after the outage: %.0f%% of the RPM limit billed; all run: %d requests, %d refused (%.1f%%)\n",
 		100*r.MinuteThroughput, r.Provider.Requests, r.Refused, 100*r.Share)
-	fmt.Fprintf(w, "  the last run during the outage (API): %s\n", r.Outage.Sample)
+	fmt.Fprintf(w, "  the last run during the outage (API): %s\n", printable(r.Outage.Sample))
 	fmt.Fprintf(w, "  provider: %d billed, $%.6f; ledger: %d billed, $%.6f, %d mismatches\n",
 		r.Provider.Billed, r.Provider.CostUSD, r.Ledger.Billed, r.Ledger.CostUSD, len(r.Ledger.Mismatches))
 }

@@ -65,7 +65,7 @@ Run it on a database of its own: the scenarios use the default queue.`,
 			o.Pool = pool
 			o.Workers = 2
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
-			o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "gb bench provider: %s\n", s) }
+			o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "gb bench provider: %s\n", printable(s)) }
 			r, err := providerbench.Suite(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -55,7 +55,7 @@ func printCitations(w io.Writer, rc *jobs.RunCitations) error {
 		line += " (before the revision: " + countsLine(*rc.CountsBefore) + ")"
 	}
 	if rc.RevisionSkipped != "" {
-		line += "\nrevision skipped: " + rc.RevisionSkipped
+		line += "\nrevision skipped: " + oneLine(rc.RevisionSkipped)
 	}
 	if _, err := fmt.Fprintln(w, line); err != nil {
 		return err

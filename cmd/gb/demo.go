@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"go/build"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,8 +46,11 @@ report and messages.`,
 	return cmd
 }
 
-// runDemo sets everything up and runs one research on topic.
-func runDemo(ctx context.Context, topic string, out io.Writer) error {
+// runDemo sets everything up and runs one research on topic. It leaves
+// nothing behind that would change the next demo: its API key is revoked
+// when it ends (and expires in a day if the demo is killed first), and the
+// notes its agents remember belong to its research, not to the dataset.
+func runDemo(ctx context.Context, topic string, out io.Writer) (err error) {
 	if os.Getenv("DATABASE_URL") == "" {
 		fmt.Fprintln(out, "== starting a local Postgres (infra/pg.sh start)")
 		cmd := exec.CommandContext(ctx, "infra/pg.sh", "start")
@@ -76,10 +81,17 @@ func runDemo(ctx context.Context, topic string, out io.Writer) error {
 	if err := loadGoDocs(ctx, s, out); err != nil {
 		return err
 	}
-	key, err := jobs.CreateKey(ctx, s.pool, "demo")
+	key, revoke, err := demoKey(ctx, s.pool)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if rerr := revoke(); rerr != nil {
+			err = errors.Join(err, rerr)
+		} else {
+			fmt.Fprintln(out, "\n== revoked the demo's API key")
+		}
+	}()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("error listening: %w", err)
@@ -109,6 +121,36 @@ func runDemo(ctx context.Context, topic string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "\n== gb research messages %d\n", run.ID)
 	return showMessages(ctx, c, run.ID, false, out)
+}
+
+// The demo's user and the name of the key each demo makes for itself.
+const (
+	demoUser    = "demo"
+	demoKeyName = "gb demo"
+)
+
+// demoKey makes the API key of one demo, for user demo: named demoKeyName
+// and expiring in a day, so a demo killed before its end leaves a key that
+// stops counting towards the user's bound by the next day. revoke revokes
+// it, even when ctx is done.
+func demoKey(ctx context.Context, db jobs.DB) (key string, revoke func() error, err error) {
+	k, err := jobs.CreateUserKey(ctx, db, demoUser, jobs.KeyOptions{Name: demoKeyName, ExpiresInDays: 1})
+	if err != nil {
+		return "", nil, fmt.Errorf("error creating the demo's API key: %w", err)
+	}
+	uid, err := jobs.UserID(ctx, db, demoUser)
+	if err != nil {
+		return "", nil, err
+	}
+	revoke = func() error {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := jobs.RevokeKey(rctx, db, uid, k.ID); err != nil {
+			return fmt.Errorf("error revoking the demo's API key %d: %w", k.ID, err)
+		}
+		return nil
+	}
+	return k.Key, revoke, nil
 }
 
 // loadGoDocs loads the package documentation of the local Go toolchain as

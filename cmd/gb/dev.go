@@ -167,7 +167,7 @@ func newLogger(w io.Writer) *slog.Logger {
 	if v := os.Getenv(config.EnvLogLevel); v != "" {
 		_ = level.UnmarshalText([]byte(v))
 	}
-	text := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
+	text := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: logs.InertAttrs(nil)})
 	return slog.New(logs.NewThrottle(text, logs.ThrottleOptions{}))
 }
 

@@ -176,7 +176,7 @@ func runEval(ctx context.Context, o *evalOptions) (*evalReport, *evalSet, error)
 	progress := func(s string) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(o.progress, "gb eval: %s\n", s)
+		fmt.Fprintf(o.progress, "gb eval: %s\n", printable(s))
 	}
 	progress(fmt.Sprintf("%d questions of %s, %d at a time per configuration", len(set.Questions), set.Name, o.parallel))
 	results := make([][]evalResult, len(stacks))

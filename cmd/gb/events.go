@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gbresearch/gb/infra/inert"
 	"github.com/gbresearch/gb/jobs"
 )
 
@@ -64,7 +65,11 @@ func researchEventsCmd() *cobra.Command {
 		return watchTree(ctx, c, id, after, func(evs []jobs.Event) error {
 			if asJSON {
 				for _, e := range evs {
-					if err := json.NewEncoder(out).Encode(e); err != nil { // one object a line
+					b, err := json.Marshal(e) // one object a line
+					if err != nil {
+						return fmt.Errorf("error writing JSON: %w", err)
+					}
+					if _, err := out.Write(append(inert.JSON(b), '\n')); err != nil {
 						return fmt.Errorf("error writing JSON: %w", err)
 					}
 				}

@@ -34,6 +34,6 @@ func followRun(ctx context.Context, c *apiClient, id int64, out io.Writer) error
 	if d.Status == jobs.StatusFailed || d.Status == jobs.StatusTimedOut {
 		return fmt.Errorf("research %d %s: %s", d.ID, d.Status, d.Error)
 	}
-	fmt.Fprintf(out, "\n%s\n", d.Report)
+	fmt.Fprintf(out, "\n%s\n", printable(d.Report))
 	return nil
 }

@@ -39,7 +39,7 @@ func main() {
 	stop()
 	code := exitCode(err, interrupted)
 	if err != nil && code != exitInterrupted {
-		fmt.Fprintln(os.Stderr, "gb: "+err.Error())
+		fmt.Fprintln(os.Stderr, "gb: "+printable(err.Error()))
 	}
 	os.Exit(code)
 }

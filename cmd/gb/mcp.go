@@ -61,6 +61,8 @@ type (
 		ApprovePlan bool `json:"approve_plan,omitempty" jsonschema:"true makes the research propose the sub-agents it means to spawn and wait for your decision (decide_plan) before it spawns any"`
 		// Citations is what to do with the report's citations (get_citations shows the check).
 		Citations string `json:"citations,omitempty" jsonschema:"what to do with the report's citations: off, flag (mark claims without support) or revise (one more step to fix them); default: the service's"`
+		// NotesFrom names earlier researches whose notes this one reads.
+		NotesFrom []int64 `json:"notes_from,omitempty" jsonschema:"ids of your earlier researches (root runs) whose notes this research's agents find with their own; default: none, a research sees only its own notes"`
 		// WaitSeconds makes the call wait for the research as
 		// wait_research does.
 		WaitSeconds int `json:"wait_seconds,omitempty" jsonschema:"seconds to wait for the research to end before answering, 1 to 600, with progress notifications when you ask for progress (default 0: answer at once)"`
@@ -130,6 +132,9 @@ func newMCPServer(c *apiClient) *mcp.Server {
 			}
 			if in.ApprovePlan {
 				body["approve_plan"] = true
+			}
+			if len(in.NotesFrom) > 0 {
+				body["notes_from"] = in.NotesFrom
 			}
 			var run mcpOut
 			if err := c.do(ctx, "POST", "/v1/gb/research", body, &run); err != nil {
@@ -224,6 +229,7 @@ func newMCPServer(c *apiClient) *mcp.Server {
 	addStepsTool(s, c)
 	addCitationsTool(s, c)
 	addResources(s, c)
+	s.AddReceivingMiddleware(inertResults)
 	return s
 }
 

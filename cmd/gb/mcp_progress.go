@@ -53,7 +53,7 @@ func waitResearch(ctx context.Context, c *apiClient, req *mcp.CallToolRequest, i
 			if token == nil {
 				continue
 			}
-			msg := cut(fmt.Sprintf("%s %s %s", e.Agent, e.Kind, oneLine(eventDetail(e.Data))), mcpTextMax)
+			msg := cut(fmt.Sprintf("%s %s %s", oneLine(e.Agent), e.Kind, oneLine(eventDetail(e.Data))), mcpTextMax)
 			if err := req.Session.NotifyProgress(wctx, &mcp.ProgressNotificationParams{ProgressToken: token,
 				Progress: float64(e.N), Message: msg}); err != nil {
 				return fmt.Errorf("sending progress: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/mattn/go-runewidth"
 	"github.com/spf13/cobra"
+
+	"github.com/gbresearch/gb/infra/inert"
 )
 
 // output is the -o/--output (and --json) flag of a read command.
@@ -38,11 +41,17 @@ func (o *output) isJSON() (bool, error) {
 	return false, usageErrorf("-o %q is not an output format; use table or json", o.format)
 }
 
-// writeJSON prints v as indented JSON: the API's field names, unchanged.
+// writeJSON prints v as indented JSON: the API's field names, unchanged,
+// and the controls of its strings escaped (inert.JSON), so that JSON on a
+// terminal is inert and decodes to the same values.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("error writing JSON: %w", err)
+	}
+	if _, err := w.Write(inert.JSON(buf.Bytes())); err != nil {
 		return fmt.Errorf("error writing JSON: %w", err)
 	}
 	return nil
@@ -105,8 +114,9 @@ func count[N ~int | ~int64](n N, noun string) string {
 }
 
 // oneLine folds all white space of s, newlines and tabs included, into
-// single spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// single spaces, and makes it inert (inert.Text): what a model, a page or
+// an agent wrote cannot drive the terminal.
+func oneLine(s string) string { return strings.Join(strings.Fields(inert.Text(s)), " ") }
 
 // fit cuts s to at most width display columns, ending with "…" when cut.
 // It counts wide characters (CJK, emoji) as two columns and never cuts

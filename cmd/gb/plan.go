@@ -106,10 +106,10 @@ func decidePlan(ctx context.Context, c *apiClient, id int64, body map[string]any
 func printPlan(w io.Writer, id int64, p *jobs.Plan) {
 	fmt.Fprintf(w, "\n[run %d plan: %s]\n", id, p.State)
 	for _, s := range p.Subagents {
-		fmt.Fprintf(w, "  - %s (%s, %s): %s\n", s.Name, cmpOrDefault(s.Type, jobs.DefaultType), count(s.MaxSteps, "step"), fit(s.Task, 100))
+		fmt.Fprintf(w, "  - %s (%s, %s): %s\n", oneLine(s.Name), oneLine(cmpOrDefault(s.Type, jobs.DefaultType)), count(s.MaxSteps, "step"), fit(s.Task, 100))
 	}
 	if p.Note != "" {
-		fmt.Fprintf(w, "  note: %s\n", p.Note)
+		fmt.Fprintf(w, "  note: %s\n", printable(p.Note))
 	}
 	if p.State != jobs.PlanProposed {
 		return
@@ -140,7 +140,7 @@ func printPlans(w io.Writer, evs []jobs.Event) {
 			Deadline  *time.Time `json:"deadline"`
 		}
 		if json.Unmarshal(e.Data, &d) == nil {
-			fmt.Fprintf(w, "\n[run %d proposes sub-agents] %s\n", e.RunID, strings.Join(d.Subagents, ", "))
+			fmt.Fprintf(w, "\n[run %d proposes sub-agents] %s\n", e.RunID, oneLine(strings.Join(d.Subagents, ", ")))
 			fmt.Fprintf(w, "see them: gb research get %d; decide: gb research plan %d approve|reject\n", e.RunID, e.RunID)
 		}
 	}

@@ -86,8 +86,8 @@ func printProviderWaits(w io.Writer, evs []jobs.Event) {
 			NextTry                time.Time `json:"next_try"`
 		}
 		if json.Unmarshal(e.Data, &d) == nil {
-			fmt.Fprintf(w, "[run %d waits for its provider: %s %s is down (%s); next try %s]\n", e.RunID, d.Provider,
-				d.Model, fit(oneLine(d.Error), 100), d.NextTry.Local().Format("15:04:05"))
+			fmt.Fprintf(w, "[run %d waits for its provider: %s %s is down (%s); next try %s]\n", e.RunID, oneLine(d.Provider),
+				oneLine(d.Model), fit(oneLine(d.Error), 100), d.NextTry.Local().Format("15:04:05"))
 		}
 	}
 }

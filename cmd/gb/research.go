@@ -21,7 +21,7 @@ func researchCmd() *cobra.Command {
   gb research list --status active
   gb research tree 1 --follow`,
 		researchStartCmd(), researchListCmd(), researchGetCmd(), researchTreeCmd(), researchEventsCmd(),
-		researchMessagesCmd(), researchSourcesCmd(), researchStepsCmd(), researchCitationsCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
+		researchMessagesCmd(), researchNotesCmd(), researchSourcesCmd(), researchStepsCmd(), researchCitationsCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
 		researchCancelCmd(), researchDeleteCmd())
 }
 
@@ -64,6 +64,7 @@ func researchStartCmd() *cobra.Command {
 		plan      bool
 		askWait   time.Duration
 		citations string
+		notesFrom []int64
 	)
 	cmd := &cobra.Command{
 		Use:   "start TOPIC",
@@ -71,11 +72,12 @@ func researchStartCmd() *cobra.Command {
 		Example: `  gb research start "How does sync.WaitGroup work?"
   gb research start "What does context carry?" --max-steps 20 --max-cost-usd 0.50 --follow
   gb research start "Which HTTP client should we use?" --interactive --answer-timeout 2h --follow
-  gb research start "Compare Go's HTTP routers" --approve-plan --follow`,
+  gb research start "Compare Go's HTTP routers" --approve-plan --follow
+  gb research start "Which router handles path values?" --notes-from 12,15`,
 		Args: args(1, 1, "one TOPIC (quote it)"),
 		PreRunE: func(cmd *cobra.Command, a []string) error {
 			p := jobs.StartParams{Topic: a[0], MaxSteps: maxSteps, Dataset: dataset, MaxCostUSD: maxCost,
-				MaxTokens: maxTokens, WebhookURL: webhook, Interactive: ask, ApprovePlan: plan, Citations: citations}
+				MaxTokens: maxTokens, WebhookURL: webhook, Interactive: ask, ApprovePlan: plan, Citations: citations, NotesFrom: notesFrom}
 			if cmd.Flags().Changed("answer-timeout") {
 				s, err := answerTimeoutFlag(askWait)
 				if err != nil {
@@ -111,6 +113,9 @@ func researchStartCmd() *cobra.Command {
 			if citations != "" {
 				body["citations"] = citations
 			}
+			if len(notesFrom) > 0 {
+				body["notes_from"] = notesFrom
+			}
 			if cmd.Flags().Changed("answer-timeout") {
 				s, err := answerTimeoutFlag(askWait)
 				if err != nil {
@@ -127,7 +132,7 @@ func researchStartCmd() *cobra.Command {
 			if !follow {
 				return nil
 			}
-			fmt.Fprintf(out, "model: %s\n", run.Model)
+			fmt.Fprintf(out, "model: %s\n", printable(run.Model))
 			return followRun(ctx, c, run.ID, out)
 		}),
 	}
@@ -141,6 +146,7 @@ func researchStartCmd() *cobra.Command {
 	f.BoolVar(&ask, "interactive", false, "let the research ask you a question when the answer changes it (gb research answer)")
 	f.BoolVar(&plan, "approve-plan", false, "make the research propose its sub-agents and wait for your decision before it spawns any (gb research plan)")
 	f.StringVar(&citations, "citations", "", "what to do with the report's citations: off, flag or revise (default: the service's)")
+	f.Int64SliceVar(&notesFrom, "notes-from", nil, "ids of your earlier researches whose notes this one's agents find with their own (comma separated)")
 	f.DurationVar(&askWait, "answer-timeout", 0, "with --interactive or --approve-plan: how long each question or plan waits for you, 5s to 168h (default 24h)")
 	return cmd
 }
@@ -343,9 +349,9 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 	}
 	switch {
 	case d.Error != "":
-		fmt.Fprintf(w, "\nerror: %s\n", d.Error)
+		fmt.Fprintf(w, "\nerror: %s\n", printable(d.Error))
 	case d.Report != "":
-		fmt.Fprintf(w, "\n%s\n", d.Report)
+		fmt.Fprintf(w, "\n%s\n", printable(d.Report))
 	}
 	return nil
 }
@@ -385,7 +391,7 @@ func researchCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %d: %s %s\n", run.ID, run.Status, run.Error)
+			fmt.Fprintf(cmd.OutOrStdout(), "cancelled run %d: %s %s\n", run.ID, run.Status, printable(run.Error))
 			return nil
 		}),
 	}

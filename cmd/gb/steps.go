@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/gbresearch/gb/infra/inert"
 	"github.com/gbresearch/gb/jobs"
 )
 
@@ -205,17 +205,11 @@ func printStep(w io.Writer, id int64, s jobs.Step) {
 	}
 }
 
-// printable replaces the control characters of s, but for newlines and
-// tabs, by U+FFFD, so that a model's or a page's text cannot drive the
-// terminal.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r != '\n' && r != '\t' && (unicode.IsControl(r) || r == '\u2028' || r == '\u2029') {
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
+// printable is untrusted text made inert to print, its newlines and tabs
+// kept: every printer of the CLI prints what a model, a page, a message,
+// an owner or an agent's name may have written through it (or through
+// oneLine, fit and table rows, which fold it to one line).
+func printable(s string) string { return inert.Text(s) }
 
 // Bounds of the MCP tool get_steps, smaller than the API's so that a page
 // stays a few kilobytes in a model's context.

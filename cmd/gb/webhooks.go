@@ -99,7 +99,7 @@ func setWebhookURL(ctx context.Context, c *apiClient, w io.Writer, url string) e
 		fmt.Fprintln(w, "no default webhook URL")
 		return nil
 	}
-	fmt.Fprintf(w, "default webhook URL: %s\n", s.URL)
+	fmt.Fprintf(w, "default webhook URL: %s\n", oneLine(s.URL))
 	return nil
 }
 
@@ -178,7 +178,7 @@ func printDeliveries(w io.Writer, ds []jobs.WebhookDelivery) error {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "delivery %d: %s %s to %s (webhook-id %s)\n", d.ID, d.Event, d.Status, d.URL, d.WebhookID)
+		fmt.Fprintf(w, "delivery %d: %s %s to %s (webhook-id %s)\n", d.ID, oneLine(d.Event), oneLine(d.Status), oneLine(d.URL), oneLine(d.WebhookID))
 		t := newTable(w, "ATTEMPT", "AT", "HTTP", "OUTCOME", "TOOK", "ERROR")
 		for _, a := range d.Attempts {
 			status := "-"

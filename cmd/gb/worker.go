@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gbresearch/gb/infra/config"
+	"github.com/gbresearch/gb/infra/logs"
 	"github.com/gbresearch/gb/jobs"
 )
 
@@ -87,5 +88,5 @@ func newWaitLogger(w io.Writer) *slog.Logger {
 	if v := os.Getenv(config.EnvLogLevel); v != "" {
 		_ = level.UnmarshalText([]byte(v))
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: logs.InertAttrs(nil)}))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gbresearch/gb/functions/worker/work"
 	gbaws "github.com/gbresearch/gb/infra/aws"
 	"github.com/gbresearch/gb/infra/config"
+	"github.com/gbresearch/gb/infra/logs"
 )
 
 // setupMargin is kept between a set-up tried by an invocation and the
@@ -113,7 +114,7 @@ func startupLogger() *slog.Logger {
 		gbLevel = cfg.LogLevel
 	}
 	level, _ := gbaws.LogLevel(os.Getenv, gbLevel)
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: lambdacontext.ReplaceAttr}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: logs.InertAttrs(lambdacontext.ReplaceAttr)}
 	if strings.EqualFold(os.Getenv(gbaws.EnvLambdaLogFormat), "JSON") {
 		return slog.New(slog.NewJSONHandler(os.Stdout, opts))
 	}

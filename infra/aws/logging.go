@@ -76,7 +76,7 @@ func NewLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 }
 
 func newLogger(w io.Writer, format string, level slog.Level, current *atomic.Pointer[Invocation]) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: lambdacontext.ReplaceAttr}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: logs.InertAttrs(lambdacontext.ReplaceAttr)}
 	var h slog.Handler
 	if strings.EqualFold(format, "JSON") {
 		h = slog.NewJSONHandler(w, opts)

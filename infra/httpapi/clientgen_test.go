@@ -25,7 +25,9 @@ import (
 // clientgen/driver.ts against it with tsc, and runs it with node against
 // the API and a worker: it starts a research with its topic alone, polls
 // it to its end with integer ids, reads its report and lists the runs with
-// the list's filters. A string run id must not type-check.
+// the list's filters, then starts one with notes_from (the first research,
+// then a run that is not the caller's). A string run id must not
+// type-check.
 func TestGeneratedClientDrivesAResearch(t *testing.T) {
 	t.Parallel()
 	node := clientgenTools(t)
@@ -102,6 +104,9 @@ void client.GET("/v1/gb/research/{id}", { params: { path: { id: "1" } } });
 		ListedReports []*string `json:"listed_reports"`
 		MissingStatus int       `json:"missing_status"`
 		MissingCode   string    `json:"missing_code"`
+		NotesStatus   int       `json:"notes_from_status"`
+		ForeignStatus int       `json:"foreign_notes_status"`
+		ForeignField  string    `json:"foreign_notes_field"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("the driver printed %q: %v", out, err)
@@ -127,6 +132,9 @@ void client.GET("/v1/gb/research/{id}", { params: { path: { id: "1" } } });
 		t.Errorf("the list with include=report gave %v", got.ListedReports)
 	case got.MissingStatus != http.StatusNotFound || got.MissingCode != "not_found":
 		t.Errorf("a missing run answered %d %q through the client", got.MissingStatus, got.MissingCode)
+	case got.NotesStatus != http.StatusAccepted || got.ForeignStatus != http.StatusBadRequest || got.ForeignField != "notes_from":
+		t.Errorf("notes_from of the caller's research answered %d; of a missing one %d (field %q), want 202 and 400 notes_from",
+			got.NotesStatus, got.ForeignStatus, got.ForeignField)
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // The JSON fields each route's body takes, exactly as spelled.
 var (
 	createFields = []string{"topic", "max_steps", "dataset", "max_cost_usd", "max_tokens", "webhook_url",
-		"interactive", "answer_timeout_seconds", "approve_plan", "citations"}
+		"interactive", "answer_timeout_seconds", "approve_plan", "citations", "notes_from"}
 	messageFields = []string{"text"}
 	answerFields  = []string{"text"}
 	planFields    = []string{"decision", "subagents", "note"}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/kb"
 )
 
 // createRequest is the body of POST /v1/gb/research; its JSON fields are
@@ -35,6 +36,9 @@ type createRequest struct {
 	// Citations is what the research does with its report's citations:
 	// off, flag or revise; "" is the service's default.
 	Citations string `json:"citations"`
+	// NotesFrom names earlier researches of the caller whose notes this
+	// one's agents see beside its own.
+	NotesFrom []int64 `json:"notes_from"`
 }
 
 func (a *api) create(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +82,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 func (req createRequest) params(uid int64) (jobs.StartParams, error) {
 	p := jobs.StartParams{UserID: uid, Topic: req.Topic, Dataset: req.Dataset,
 		MaxCostUSD: req.MaxCostUSD, MaxTokens: req.MaxTokens, WebhookURL: req.WebhookURL, Interactive: req.Interactive,
-		ApprovePlan: req.ApprovePlan, Citations: req.Citations}
+		ApprovePlan: req.ApprovePlan, Citations: req.Citations, NotesFrom: req.NotesFrom}
 	if t := req.AnswerTimeoutSeconds; t != nil {
 		if *t == 0 {
 			return p, &jobs.FieldError{Field: "answer_timeout_seconds", Msg: fmt.Sprintf(
@@ -294,6 +298,29 @@ func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 		msgs = []jobs.TranscriptMessage{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+}
+
+// notes answers the notes of the run's tree, oldest first, and the
+// researches whose notes the tree reads besides its own (notes_from).
+func (a *api) notes(w http.ResponseWriter, r *http.Request) {
+	run, ok := a.ownedRun(w, r)
+	if !ok {
+		return
+	}
+	notes, err := kb.Notes(r.Context(), a.Agent.Pool(), run.RootID)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	from, err := kb.NotesFrom(r.Context(), a.Agent.Pool(), run.RootID)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if notes == nil {
+		notes = []kb.Note{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"root_id": run.RootID, "notes": notes, "notes_from": from})
 }
 
 func (a *api) sendMessage(w http.ResponseWriter, r *http.Request) {

@@ -59,6 +59,7 @@ var Routes = []Route{
 	{"GET", "/v1/gb/research/{id}/sources"},
 	{"GET", "/v1/gb/research/{id}/steps"},
 	{"GET", "/v1/gb/research/{id}/citations"},
+	{"GET", "/v1/gb/research/{id}/notes"},
 	{"POST", "/v1/gb/research/{id}/answer"},
 	{"POST", "/v1/gb/research/{id}/plan"},
 }
@@ -118,6 +119,7 @@ func New(d Deps) http.Handler {
 		{"GET", "/v1/gb/research/{id}/tree"}:      a.tree,
 		{"GET", "/v1/gb/research/{id}/events"}:    a.events,
 		{"GET", "/v1/gb/research/{id}/messages"}:  a.messages,
+		{"GET", "/v1/gb/research/{id}/notes"}:     a.notes,
 		{"POST", "/v1/gb/research/{id}/messages"}: a.sendMessage,
 		{"GET", "/v1/gb/research/{id}/sources"}:   a.sources,
 		{"GET", "/v1/gb/research/{id}/steps"}:     a.steps,

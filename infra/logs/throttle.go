@@ -7,7 +7,10 @@
 // again and again. Throttle lets the first such record through, then at
 // most one summary per interval, and one record when the outage is over.
 //
-// It may import nothing of the project.
+// InertAttrs (inert.go) makes the text of every record inert, so a log
+// that quotes untrusted text cannot drive the terminal that shows it.
+//
+// It may import infra/inert.
 package logs
 
 import (

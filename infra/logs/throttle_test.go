@@ -365,3 +365,31 @@ func TestThrottleLevels(t *testing.T) {
 		t.Errorf("last line %q, want the first failure with a throttle attribute", lines[6])
 	}
 }
+
+// A record that quotes hostile text reaches neither a JSON nor a text log
+// with a control character of it.
+func TestInertAttrsLeaveNoControl(t *testing.T) {
+	hostile := "report \x1b]0;pwned\x07\x1b[2J \u009b31m \u202eevil"
+	for _, mk := range []func(w *bytes.Buffer) slog.Handler{
+		func(w *bytes.Buffer) slog.Handler {
+			return slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: InertAttrs(nil)})
+		},
+		func(w *bytes.Buffer) slog.Handler {
+			return slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: InertAttrs(nil)})
+		},
+	} {
+		var buf bytes.Buffer
+		log := slog.New(mk(&buf))
+		log.Info("step of "+hostile, "agent", hostile, "err", errors.New(hostile), "n", 3,
+			slog.Group("g", "text", hostile))
+		out := buf.String()
+		for _, bad := range []string{"\x1b", "\x07", "\u009b", "\u202e", `\u001b`, `\x1b`} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%q in the log line %s", bad, out)
+			}
+		}
+		if !strings.Contains(out, "␛]0;pwned␇") || !strings.Contains(out, "n=3") && !strings.Contains(out, `"n":3`) {
+			t.Errorf("the log line lost its text: %s", out)
+		}
+	}
+}

@@ -49,6 +49,12 @@ type Found struct {
 // aside) and the places that have it (case aside, any white space
 // matching any white space). The document's body is not returned.
 func Find(ctx context.Context, db DB, dataset string, id int64, text string, from int) (Found, error) {
+	return FindIn(ctx, db, Scope{Dataset: dataset}, id, text, from)
+}
+
+// FindIn is Find in a document of a scope: of its dataset, or a note of
+// its tree.
+func FindIn(ctx context.Context, db DB, scope Scope, id int64, text string, from int) (Found, error) {
 	text = strings.TrimSpace(text)
 	if n := utf8.RuneCountInString(text); n == 0 || n > MaxFindLen || !utf8.ValidString(text) {
 		return Found{}, &queryError{fmt.Sprintf("find must be 1 to %d characters of text", MaxFindLen)}
@@ -56,7 +62,7 @@ func Find(ctx context.Context, db DB, dataset string, id int64, text string, fro
 	var f Found
 	var body string
 	err := db.QueryRow(ctx, `SELECT id, source, title, body, char_length(body)
-		FROM gb_kb_documents WHERE dataset = $1 AND id = $2`, dataset, id).
+		FROM gb_kb_documents d WHERE `+scopeSQL+` AND id = $3`, scope.Dataset, scope.Tree, id).
 		Scan(&f.Document.ID, &f.Document.Source, &f.Document.Title, &body, &f.Total)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, ErrNotFound

@@ -1,6 +1,8 @@
 // Package kb is the knowledge base of research agents: named datasets of
 // documents in Postgres, searched with full-text search (ranked, with
-// snippets), read one at a time, and grown by the notes agents remember.
+// snippets), read one at a time; and the notes agents remember, which
+// belong to their research tree and are searched with its dataset in one
+// ranking (notes.go).
 //
 // Each document is kept in passages too (passages.go): its sections, cut
 // at headings, Go declarations and paragraph ends, each with its offset
@@ -146,12 +148,18 @@ func Read(ctx context.Context, db DB, dataset string, id int64) (Document, error
 
 // ReadAt returns one document of a dataset with at most MaxReadLen
 // characters of its body from offset (characters), and the length of the
-// whole body in characters.
+// whole body in characters. It reads no note.
 func ReadAt(ctx context.Context, db DB, dataset string, id int64, offset int) (Document, int, error) {
+	return ReadIn(ctx, db, Scope{Dataset: dataset}, id, offset)
+}
+
+// ReadIn is ReadAt of a document of a scope: of its dataset, or a note
+// of its tree.
+func ReadIn(ctx context.Context, db DB, scope Scope, id int64, offset int) (Document, int, error) {
 	var d Document
 	var total int
-	err := db.QueryRow(ctx, `SELECT id, source, title, substr(body, $3 + 1, $4), char_length(body)
-		FROM gb_kb_documents WHERE dataset = $1 AND id = $2`, dataset, id, max(offset, 0), MaxReadLen).
+	err := db.QueryRow(ctx, `SELECT id, source, title, substr(body, $4 + 1, $5), char_length(body)
+		FROM gb_kb_documents d WHERE `+scopeSQL+` AND id = $3`, scope.Dataset, scope.Tree, id, max(offset, 0), MaxReadLen).
 		Scan(&d.ID, &d.Source, &d.Title, &d.Body, &total)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, 0, ErrNotFound

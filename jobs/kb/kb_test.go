@@ -46,8 +46,10 @@ func TestSearchReadRemember(t *testing.T) {
 	if _, err := kb.Read(ctx, pool, "other", hits[0].ID); !errors.Is(err, kb.ErrNotFound) {
 		t.Fatalf("read from another dataset: %v", err)
 	}
-	if _, err := kb.Remember(ctx, pool, "energy", 0, "Lagoons", "Tidal lagoons are costlier than barrages."); err == nil {
-		t.Fatal("a note for run 0 (no such run) was stored")
+	for _, tree := range []int64{0, 999999} {
+		if _, err := kb.Remember(ctx, pool, tree, tree, "Lagoons", "Tidal lagoons are costlier than barrages."); err == nil {
+			t.Fatalf("a note for tree %d (no such tree) was stored", tree)
+		}
 	}
 }
 

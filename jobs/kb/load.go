@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -219,24 +218,4 @@ func inTx(ctx context.Context, db DB, fn func(DB) error) error {
 		return err
 	}
 	return tx.Commit(ctx)
-}
-
-// Remember stores an agent's note in the dataset, with its passages,
-// where its siblings and later searches find it. It returns the note's
-// document id.
-func Remember(ctx context.Context, db DB, dataset string, runID int64, title, text string) (int64, error) {
-	source := fmt.Sprintf("note:run-%d:%d", runID, time.Now().UnixNano())
-	var id int64
-	err := inTx(ctx, db, func(tx DB) error {
-		err := tx.QueryRow(ctx, `INSERT INTO gb_kb_documents (dataset, source, title, body, run_id)
-			VALUES ($1, $2, $3, $4, $5) RETURNING id`, dataset, source, title, text, runID).Scan(&id)
-		if err != nil {
-			return err
-		}
-		return storePassages(ctx, tx, id, title, text, Split(text))
-	})
-	if err != nil {
-		return 0, fmt.Errorf("error storing note: %w", err)
-	}
-	return id, nil
 }

@@ -18,8 +18,15 @@ const HowSearchMatches = `Matches documents with any of the words or "quoted phr
 // is ranked by its best passage, a little more for each other passage
 // that matches, after the documents that have every term. A query
 // CheckQuery refuses is an error matching ErrBadQuery; a query of stop
-// words or punctuation alone matches nothing.
+// words or punctuation alone matches nothing. It sees no notes.
 func Search(ctx context.Context, db DB, dataset, query string, limit int) ([]Hit, error) {
+	return SearchIn(ctx, db, Scope{Dataset: dataset}, query, limit)
+}
+
+// SearchIn is Search over a scope: the documents of its dataset and the
+// notes of its tree, in one query and one ranking.
+func SearchIn(ctx context.Context, db DB, scope Scope, query string, limit int) ([]Hit, error) {
+	dataset := scope.Dataset
 	if err := CheckQuery(query); err != nil {
 		return nil, err
 	}
@@ -30,7 +37,7 @@ func Search(ctx context.Context, db DB, dataset, query string, limit int) ([]Hit
 	if len(terms) == 0 {
 		return nil, nil
 	}
-	rows, err := db.Query(ctx, searchSQL, dataset, query, strings.Join(terms, " or "), strings.Join(excluded, " "), limit)
+	rows, err := db.Query(ctx, searchSQL, dataset, scope.Tree, query, strings.Join(terms, " or "), strings.Join(excluded, " "), limit)
 	if err != nil {
 		return nil, fmt.Errorf("error searching dataset %q: %w", dataset, err)
 	}
@@ -48,23 +55,23 @@ func Search(ctx context.Context, db DB, dataset, query string, limit int) ([]Hit
 	return hits, nil
 }
 
-// searchSQL ranks the passages of a dataset that match any term ($3, the
-// terms joined by "or") in the documents that have none of the excluded
-// terms ($4), then the documents: those that have every term ($2, the
-// query) first, then by their best passage's rank, raised by a tenth of
-// its log for each other matching passage and by a half when that passage
-// has every term itself. The snippet is of the best passage alone.
+// searchSQL ranks the passages of the documents of a scope (dataset $1,
+// tree $2) that match any term ($4, the terms joined by "or") in the
+// documents that have none of the excluded terms ($5), then the
+// documents: those that have every term ($3, the query) first, then by
+// their best passage's rank, raised by a tenth of its log for each other
+// matching passage and by a half when that passage has every term itself. The snippet is of the best passage alone.
 const searchSQL = `
 WITH q AS (
-	SELECT websearch_to_tsquery('english', $2) AS every_q,
-	       websearch_to_tsquery('english', $3) AS any_q,
-	       websearch_to_tsquery('english', $4) AS not_q
+	SELECT websearch_to_tsquery('english', $3) AS every_q,
+	       websearch_to_tsquery('english', $4) AS any_q,
+	       websearch_to_tsquery('english', $5) AS not_q
 ),
 m AS (
 	SELECT p.document_id, p.ord, p.start_char, p.char_len, p.heading, p.symbols,
 	       ts_rank_cd(p.tsv, q.any_q) AS r, p.tsv @@ q.every_q AS every_p
 	FROM gb_kb_passages p JOIN gb_kb_documents d ON d.id = p.document_id, q
-	WHERE d.dataset = $1 AND p.tsv @@ q.any_q
+	WHERE ` + scopeSQL + ` AND p.tsv @@ q.any_q
 ),
 best AS (
 	SELECT DISTINCT ON (document_id) *, count(*) OVER (PARTITION BY document_id) AS n
@@ -78,7 +85,7 @@ ranked AS (
 	FROM best b JOIN gb_kb_documents d ON d.id = b.document_id, q
 	WHERE numnode(q.not_q) = 0 OR d.tsv @@ q.not_q
 	ORDER BY every DESC, score DESC, d.id
-	LIMIT $5
+	LIMIT $6
 )
 SELECT r.id, r.source, r.title, r.start_char, r.heading, r.symbols, r.every, r.n, r.score,
        ts_headline('english', substr(d.body, r.start_char + 1, r.char_len), q.any_q,

@@ -1,7 +1,9 @@
 // driver.ts drives a research through the client generated from the API's
 // OpenAPI description (openapi-typescript types, openapi-fetch calls): it
 // starts one with the topic alone, polls it until it ends, reads its report
-// and lists the runs with the list's filters. It prints what it saw as JSON.
+// and lists the runs with the list's filters; then it starts one that reads
+// the first one's notes (notes_from), and one that names a run not the
+// caller's. It prints what it saw as JSON.
 // tsc type-checks it against the generated schema.d.ts before it runs.
 import createClient from "openapi-fetch";
 import type { paths, components } from "./schema.js";
@@ -47,6 +49,10 @@ async function main(): Promise<void> {
   const active = await client.GET("/v1/gb/research", { params: { query: { status: "active" } } });
   const withReports = await client.GET("/v1/gb/research", { params: { query: { include: "report", limit: 5 } } });
   const missing = await client.GET("/v1/gb/research/{id}", { params: { path: { id: id + 1000 } } });
+  // A research that reads the notes of the first, and one that names a
+  // research the caller does not have.
+  const reading = await client.POST("/v1/gb/research", { body: { topic, notes_from: [id] } });
+  const foreign = await client.POST("/v1/gb/research", { body: { topic, notes_from: [id + 1000] } });
   console.log(JSON.stringify({
     id,
     polls,
@@ -57,6 +63,9 @@ async function main(): Promise<void> {
     listed_reports: withReports.data?.runs.map((r) => r.report ?? null),
     missing_status: missing.response.status,
     missing_code: missing.error?.error.code,
+    notes_from_status: reading.response.status,
+    foreign_notes_status: foreign.response.status,
+    foreign_notes_field: foreign.error?.error.field,
   }));
 }
 
