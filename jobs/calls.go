@@ -46,7 +46,7 @@ type callRef struct {
 // cost, $10 model, $11 root, $12 completion cap, $13 how soon counts as
 // now, $14 gb's own count of the prompt, $15 whether it is the root's
 // closing call, $16 a breaker key whose breaker open stops the admission
-// ('' for none), $17 the readied row (0 for none).
+// (empty for none), $17 the readied row (0 for none).
 var admitCallSQL = admitSQL("true")
 
 // admitSQL is admitCallSQL tried only when guard holds (and the breaker
