@@ -52,14 +52,28 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 	level := t.refusals[step]
 	closing := false
 	model := a.modelFor(run).Name()
-	lim, err := a.providerLimits(ctx, model)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		req, fits, err := a.buildRequest(t, conv, last, closing, level, lim)
-		if err != nil {
+	// What the commit before readied (next_call.go) serves the first try.
+	n := t.readied
+	var lim providerLimits
+	if n != nil {
+		lim = n.lim
+	} else {
+		var err error
+		if lim, err = a.providerLimits(ctx, model); err != nil {
 			return nil, err
+		}
+	}
+	for try := 1; ; try++ {
+		first := try == 1
+		var req llm.Request
+		fits := true
+		if r := n.request(conv, last, closing, level, lim); first && r != nil {
+			req, t.compaction = *r, n.compaction
+		} else {
+			var err error
+			if req, fits, err = a.buildRequest(t, conv, last, closing, level, lim); err != nil {
+				return nil, err
+			}
 		}
 		if !fits {
 			if !last {
@@ -69,11 +83,23 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 			why := "the conversation does not fit the model's context window, even compacted"
 			return nil, a.endWithFindings(ctx, t, why)
 		}
-		probe, err := a.gateCall(ctx, t) // an open breaker holds the call back
-		if err != nil {
-			return nil, err
+		// A breaker read clean at the commit before needs no gate, and
+		// the answer has nothing to close.
+		clean := first && n != nil && n.clean && run.ProviderWait == nil
+		var probe bool
+		if !clean {
+			var err error
+			if probe, err = a.gateCall(ctx, t); err != nil { // an open breaker holds the call back
+				return nil, err
+			}
 		}
-		ad, err := a.admit(ctx, t, step, &req, closing)
+		var ad admission
+		var err error
+		if call, ok := n.admitted(req, first); ok {
+			ad = admission{verdict: admitted, call: call}
+		} else {
+			ad, err = a.admit(ctx, t, step, &req, closing)
+		}
 		if probe && (err != nil || ad.verdict != admitted) {
 			a.releaseProbe(ctx, t) // no call: another step may probe
 		}
@@ -112,7 +138,10 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 		resp, err := a.complete(ctx, run, a.modelFor(run), req) // Complete in a chat span (telemetry.go)
 		a.observe(ctx, run, resp.Limits, err)
 		if err == nil {
-			a.providerAnswered(ctx, t)
+			if !clean {
+				a.providerAnswered(ctx, t)
+			}
+			t.lim = lim
 			own := llm.EstimatePromptTokens(req)
 			a.rate.learn(ad.call.model, own, resp.Usage.PromptTokens)
 			if own > 0 && resp.Usage.PromptTokens > 0 {

@@ -32,25 +32,38 @@ type callRef struct {
 
 // admitCallSQL admits a model call of a run's step against its model's
 // rate limit and writes its ledger row. A row the step queued earlier
-// (capacity taken for a later start) is used when its time has come, and
-// if the call now counts more tokens than it was queued with, the rest is
-// charged to the bucket, pushing later calls back; otherwise capacity is
-// taken now (gb_take_capacity), for now or for later. It returns when the
-// call may start and the row's id (none when the call alone is more than
-// the token limit).
+// (capacity taken for a later start), or the row readied for it by the
+// commit before it ($17, next_call.go), is used when its time has come,
+// and if the call now counts more tokens than it was admitted with, the
+// rest is charged to the bucket, pushing later calls back; otherwise
+// capacity is taken now (gb_take_capacity), for now or for later. It
+// returns when the call may start, the row's id (none when the call alone
+// is more than the token limit), its status, and whether the admission
+// was tried (admitSQL's guard).
 //
-// $1 run, $2 step, $3 rate key (” for none), $4 tokens counted by the
-// limit, $5 job, $6 attempt, $7 the attempt's start, $8 estimated tokens,
-// $9 estimated cost, $10 model, $11 root, $12 completion cap, $13 how soon
-// counts as now, $14 gb's own count of the prompt, $15 whether it is the
-// root's closing call.
-const admitCallSQL = `WITH q AS (
+// $1 run, $2 step, $3 rate key, $4 tokens counted by the limit, $5 job,
+// $6 attempt, $7 the attempt's start, $8 estimated tokens, $9 estimated
+// cost, $10 model, $11 root, $12 completion cap, $13 how soon counts as
+// now, $14 gb's own count of the prompt, $15 whether it is the root's
+// closing call, $16 a breaker key whose breaker open stops the admission
+// (empty for none), $17 the readied row (0 for none).
+var admitCallSQL = admitSQL("true")
+
+// admitSQL is admitCallSQL tried only when guard holds (and the breaker
+// $16 is not open).
+func admitSQL(guard string) string {
+	return `WITH g AS (
+		SELECT (` + guard + `) AND NOT EXISTS (SELECT 1 FROM gb_provider_breakers
+			WHERE key = $16::text AND opened_at IS NOT NULL) AS ok),
+	q AS (
 		SELECT id, not_before, reserved_tokens FROM gb_model_calls
-		WHERE run_id = $1 AND step = $2 AND status = 'queued' ORDER BY id LIMIT 1 FOR UPDATE),
+		WHERE (SELECT ok FROM g) AND run_id = $1 AND step = $2
+			AND (status = 'queued' OR (status = 'reserved' AND id = $17::bigint))
+		ORDER BY id LIMIT 1 FOR UPDATE),
 	s AS (
-		SELECT coalesce((SELECT not_before FROM q
+		SELECT CASE WHEN (SELECT ok FROM g) THEN coalesce((SELECT not_before FROM q
 				WHERE gb_take_capacity($3, greatest($4::int - q.reserved_tokens, 0)::int, false) IS NOT NULL),
-			CASE WHEN $3 = '' THEN clock_timestamp() ELSE gb_take_capacity($3, $4::int, true) END) AS at),
+			CASE WHEN $3 = '' THEN clock_timestamp() ELSE gb_take_capacity($3, $4::int, true) END) END AS at),
 	v AS (
 		SELECT at, CASE WHEN at <= clock_timestamp() + $13::interval THEN 'reserved' ELSE 'queued' END AS status FROM s),
 	up AS (
@@ -64,7 +77,10 @@ const admitCallSQL = `WITH q AS (
 		SELECT $5, $6, $2, $1, $11, v.status, $7, $8, $9, $10, $12, v.at, $14, $15
 		FROM v WHERE NOT EXISTS (SELECT 1 FROM q) AND v.at < 'infinity'
 		RETURNING id)
-	SELECT CASE WHEN isfinite(v.at) THEN v.at END, coalesce((SELECT id FROM up), (SELECT id FROM ins), 0), v.status FROM v`
+	SELECT CASE WHEN isfinite(v.at) THEN v.at END, coalesce((SELECT id FROM up), (SELECT id FROM ins), 0), v.status,
+		(SELECT ok FROM g)
+	FROM v`
+}
 
 // admitNow is how soon a start counts as now: a call that may start within
 // it goes ahead rather than going back to the queue.
@@ -92,14 +108,18 @@ func (a *Agent) admitCall(ctx context.Context, db DB, t *turn, step int, req llm
 	if job.AttemptedAt != nil {
 		attempted = *job.AttemptedAt
 	}
+	var tried bool
 	err := db.QueryRow(ctx, admitCallSQL, run.ID, step, key, tokens, job.ID, job.Attempt, attempted,
 		est.PromptTokens+est.CompletionTokens, est.CostUSD, model.Name(), run.RootID, req.MaxCompletionTokens,
-		admitNow, llm.EstimatePromptTokens(req), closing).Scan(&at, &c.call.id, &status)
+		admitNow, llm.EstimatePromptTokens(req), closing, "", t.readied.reserved()).Scan(&at, &c.call.id, &status, &tried)
 	if err != nil {
 		return c, fmt.Errorf("error admitting the model call of run %d step %d: %w", run.ID, step, err)
 	}
 	if at != nil {
 		c.at = *at
+	}
+	if c.call.id != 0 && c.call.id == t.readied.reserved() {
+		t.readied.used = true // the readied row is this call's now
 	}
 	c.call.model, c.call.est = model.Name(), est
 	c.tooLarge = c.call.id == 0
@@ -143,6 +163,7 @@ const (
 	outcomeRateLimit  = "rate limited"
 	outcomeFailed     = "failed"
 	outcomeWorkerDied = "worker died, settled with its estimate"
+	outcomeUnused     = "capacity unused"
 )
 
 // settleCall settles a call on db: billed with usage u, or released.

@@ -108,6 +108,11 @@ func (a *Agent) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 		// The record's arguments hold this step's inputs already.
 		b.Queue(parentInputsSQL, run.ID).Query(t.scanInputs)
 	}
+	// The next step's call, readied in this transaction (next_call.go).
+	next, err := a.readyNext(b, c, msgs)
+	if err != nil {
+		return false, err
+	}
 	if err := a.pool.SendBatch(ctx, b).Close(); err != nil {
 		return false, fmt.Errorf("error recording step %d of run %d: %w", c.step, run.ID, err)
 	}
@@ -117,6 +122,7 @@ func (a *Agent) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 	rec.apply(run)
 	t.history = append(t.history, msgs...)
 	t.inputsRead = true
+	t.next = next
 	return true, nil
 }
 
@@ -148,8 +154,9 @@ func (a *Agent) dropLocked(ctx context.Context, tx pgx.Tx, c *stepCommit, run *R
 // may (continues), else in a new step job.
 func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err error) {
 	t, step := c.turn, c.step
+	var next *nextCall
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		more = false
+		more, next = false, nil
 		run, err := a.lockTree(ctx, tx, t.run)
 		if err != nil {
 			return err
@@ -173,11 +180,11 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 		c.details.toolTime += time.Since(toolsStart) // and those that ran in the transaction
 		msgs = append(msgs, c.notes...)
 		a.injectFault(FaultAfterTools)
-		next := outcomeOf(env, c.reply)
-		if next == succeeded && c.goOn {
-			next = nextStep
+		then := outcomeOf(env, c.reply)
+		if then == succeeded && c.goOn {
+			then = nextStep
 		}
-		more = next == nextStep && !spawns(c.reply.ToolCalls) && a.continues(ctx, t)
+		more = then == nextStep && !spawns(c.reply.ToolCalls) && a.continues(ctx, t)
 		rec, err := newRecord(c, run, env, msgs, more)
 		if err != nil {
 			return err
@@ -191,8 +198,22 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 			return fmt.Errorf("step %d of run %d was not recorded: the run is at step %d, %s", step, run.ID, run.Steps, run.Status)
 		}
 		rec.apply(run)
-		if err := a.follow(ctx, tx, t.job, env, next, c.reply.Content, more); err != nil {
+		if err := a.follow(ctx, tx, t.job, env, then, c.reply.Content, more); err != nil {
 			return err
+		}
+		if more {
+			// The next step's call, readied in this transaction (next_call.go).
+			b := &pgx.Batch{}
+			saved := t.run
+			t.run = run
+			next, err = a.readyNext(b, c, msgs)
+			t.run = saved
+			if err != nil {
+				return err
+			}
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return fmt.Errorf("error readying the call after step %d of run %d: %w", step, run.ID, err)
+			}
 		}
 		a.injectFault(FaultBeforeCommit)
 		if more {
@@ -201,6 +222,9 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 		}
 		return nil
 	})
+	if err == nil && more {
+		t.next = next
+	}
 	return more, err
 }
 

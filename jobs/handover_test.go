@@ -84,9 +84,12 @@ func TestConsecutiveStepsShareAJob(t *testing.T) {
 		name  string
 		slice time.Duration
 		jobs  int
+		// readied says the calls of steps 2..6 are admitted in the
+		// commit of the step before them.
+		readied bool
 	}{
-		{"one job", 0, 1},
-		{"a job per step", -1, 6},
+		{"one job", 0, 1, true},
+		{"a job per step", -1, 6, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -103,7 +106,33 @@ func TestConsecutiveStepsShareAJob(t *testing.T) {
 				t.Fatalf("%d step jobs, %d retried; want %d and 0", all, retried, tc.jobs)
 			}
 			checkSteps(t, b.pool, run.ID, 6)
+			checkReadied(t, b.pool, run.ID, 6, tc.readied)
 		})
+	}
+}
+
+// checkReadied checks a run's ledger: one answered call per step, none
+// released or left open, and the call of each step after the first
+// admitted in the commit of the step before it (its row's transaction
+// began before that step's row was written) when readied, else after
+// that commit.
+func checkReadied(t *testing.T, pool *pgxpool.Pool, runID int64, n int, readied bool) {
+	t.Helper()
+	var settled, other, inCommit, after int
+	if err := pool.QueryRow(context.Background(), `SELECT
+			(SELECT count(*) FROM gb_model_calls WHERE run_id = $1 AND status = 'settled' AND outcome = 'answered' AND NOT estimated),
+			(SELECT count(*) FROM gb_model_calls WHERE run_id = $1 AND NOT (status = 'settled' AND outcome = 'answered')),
+			count(*) FILTER (WHERE c.created_at <= s.created_at), count(*) FILTER (WHERE c.created_at > s.created_at)
+		FROM gb_model_calls c JOIN gb_agent_research_steps s ON s.run_id = c.run_id AND s.step = c.step - 1
+		WHERE c.run_id = $1`, runID).Scan(&settled, &other, &inCommit, &after); err != nil {
+		t.Fatal(err)
+	}
+	if settled != n || other != 0 {
+		t.Fatalf("ledger: %d calls answered and settled, %d others; want %d and 0", settled, other, n)
+	}
+	if want := n - 1; (readied && inCommit != want) || (!readied && after != want) {
+		t.Fatalf("of the calls of steps 2..%d, %d were admitted in the commit before and %d after it (readied: %v)",
+			n, inCommit, after, readied)
 	}
 }
 

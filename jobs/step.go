@@ -46,6 +46,12 @@ type turn struct {
 	tokenRatio float64
 	// compaction is what the compaction of the latest request built did.
 	compaction *Compaction
+	// lim is the model's limits the latest call was built for.
+	lim providerLimits
+	// next is what the last commit (or the load) readied for the run's
+	// next step, and readied what the step under way took of it
+	// (next_call.go).
+	next, readied *nextCall
 }
 
 // work makes the steps of the job's run, each in its own transaction, until
@@ -53,6 +59,7 @@ type turn struct {
 // continues).
 func (a *Agent) work(ctx context.Context, job *river.Job[StepArgs]) error {
 	t := &turn{job: job, began: time.Now()}
+	defer func() { a.releaseNext(ctx, t.next) }()
 	for {
 		more, err := a.step(ctx, t)
 		if err != nil || !more {
@@ -99,6 +106,7 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 	if a.messenger != nil {
 		b.Queue(parentInputsSQL, id).Query(t.scanInputs)
 	}
+	a.queueLoadLimits(b, t, id)
 	t.tokenRatio = 1
 	b.Queue(tokenRatioSQL, id).QueryRow(func(row pgx.Row) error {
 		err := row.Scan(&t.tokenRatio)
@@ -133,6 +141,7 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 		return false, nil
 	}
 	t.run = run
+	a.checkLoaded(t)
 	return true, nil
 }
 
@@ -185,6 +194,11 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 		return false, err
 	}
 	step := t.run.Steps + 1
+	t.readied = t.takeNext(step)
+	defer func() {
+		a.releaseNext(jobCtx, t.readied) // a readied call the step did not make
+		t.readied = nil
+	}()
 	if a.observer != nil {
 		a.observer.StepStarted(t.run.ID, step, started)
 	}

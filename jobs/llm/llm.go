@@ -36,17 +36,21 @@ type Message struct {
 
 // ToolCall is a model's request to run one tool with JSON arguments.
 //
+// The arguments are kept as the text the model sent, byte for byte
+// (whitespace, key order and escapes included), and stored as that text
+// (MarshalJSON), so that the call is replayed to the model exactly as it
+// was sent and the prompt's cached prefix holds.
+//
 // A model may send arguments that are not a JSON object: JSON cut off where
 // the completion limit stopped the reply, text that is not UTF-8, a bare
 // string. Such a call is not a malformed response: the tool it names tells
 // the model what was wrong. Its text is kept in InvalidArguments, and
-// Arguments is null, so that the call always encodes as valid JSON (it is
-// stored in a jsonb column and replayed to the model).
+// Arguments is null.
 type ToolCall struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
-	// Arguments is the JSON object of arguments; null when the model sent
-	// something else (see InvalidArguments).
+	// Arguments is the JSON object of arguments, as the model sent it;
+	// null when the model sent something else (see InvalidArguments).
 	Arguments json.RawMessage `json:"arguments"`
 	// InvalidArguments is the text the model sent as arguments when it was
 	// not a UTF-8 JSON object; empty otherwise.
@@ -54,16 +58,17 @@ type ToolCall struct {
 }
 
 // NewToolCall makes the call a model asked for from the text of its
-// arguments: a JSON object goes to Arguments (no text at all counts as {},
-// as some servers send a call of a tool without parameters); anything else
-// goes to InvalidArguments.
+// arguments: a JSON object goes to Arguments as it is, whitespace around
+// it included (no text at all, or only whitespace, counts as {}, as some
+// servers send a call of a tool without parameters); anything else goes
+// to InvalidArguments.
 func NewToolCall(id, name, args string) ToolCall {
 	c := ToolCall{ID: id, Name: name}
-	switch trimmed := bytes.TrimSpace([]byte(args)); {
-	case len(trimmed) == 0:
+	switch b := []byte(args); {
+	case len(bytes.TrimSpace(b)) == 0:
 		c.Arguments = json.RawMessage("{}")
-	case isObject(trimmed):
-		c.Arguments = json.RawMessage(trimmed)
+	case isObject(b):
+		c.Arguments = json.RawMessage(b)
 	default:
 		c.InvalidArguments = args
 	}
@@ -78,22 +83,60 @@ func (c ToolCall) ArgumentsText() string {
 	return string(c.Arguments)
 }
 
-// MarshalJSON encodes the call as valid JSON whatever its arguments: no
-// arguments are encoded as {}, and ones that are not a UTF-8 JSON object as
-// the invalid_arguments string (encoding/json replaces what is not UTF-8
-// in it with U+FFFD), with null arguments.
+// MarshalJSON encodes the call as it is stored: its id, its name and its
+// arguments as one JSON string holding the text the model sent, valid or
+// not (encoding/json replaces what is not UTF-8 in it with U+FFFD, as it
+// does in the request that replays it). A string survives a jsonb column
+// unchanged, where an object would come back with its keys reordered, its
+// whitespace gone and its escapes decoded.
 func (c ToolCall) MarshalJSON() ([]byte, error) {
-	type plain ToolCall // the same fields, without this method
-	p := plain(c)
-	switch {
-	case p.InvalidArguments != "":
-		p.Arguments = nil
-	case len(bytes.TrimSpace(p.Arguments)) == 0:
-		p.Arguments = json.RawMessage("{}")
-	case !isObject(p.Arguments):
-		p.InvalidArguments, p.Arguments = string(p.Arguments), nil
+	return json.Marshal(storedCall{ID: c.ID, Name: c.Name, Arguments: c.storedArguments()})
+}
+
+// storedArguments is the text a call's arguments are stored and replayed
+// as: what the model sent, or {} for nothing.
+func (c ToolCall) storedArguments() string {
+	if c.InvalidArguments != "" {
+		return c.InvalidArguments
 	}
-	return json.Marshal(p)
+	if len(bytes.TrimSpace(c.Arguments)) == 0 {
+		return "{}"
+	}
+	return string(c.Arguments)
+}
+
+// storedCall is a tool call as MarshalJSON stores it.
+type storedCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// UnmarshalJSON reads a call as MarshalJSON stores it, or as it was
+// stored before (arguments as a JSON object, or null with the text in
+// invalid_arguments).
+func (c *ToolCall) UnmarshalJSON(b []byte) error {
+	var v struct {
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Invalid   string          `json:"invalid_arguments"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("error decoding a tool call: %w", err)
+	}
+	args := v.Invalid
+	switch raw := bytes.TrimSpace(v.Arguments); {
+	case args != "":
+	case len(raw) > 0 && raw[0] == '"':
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return fmt.Errorf("error decoding the arguments of tool call %q: %w", v.ID, err)
+		}
+	case len(raw) > 0 && !bytes.Equal(raw, []byte("null")):
+		args = string(raw)
+	}
+	*c = NewToolCall(v.ID, v.Name, args)
+	return nil
 }
 
 // isObject reports whether b is one JSON object in valid UTF-8.

@@ -46,7 +46,11 @@ func TestTheSameTreeOnBothProviders(t *testing.T) {
 		results = append(results, r)
 	}
 	o, b := results[0], results[1]
-	if !slices.Equal(o.Events, b.Events) {
+	// Whether the writer's read found the reader's message at once or
+	// parked for it depends on which of the two steps ran first, not on
+	// the provider.
+	parking := func(e string) bool { return e == "writer: waiting" || e == "writer: resumed" }
+	if !slices.Equal(slices.DeleteFunc(slices.Clone(o.Events), parking), slices.DeleteFunc(slices.Clone(b.Events), parking)) {
 		t.Errorf("the events differ:\nopenai:\n  %s\nbedrock:\n  %s", strings.Join(o.Events, "\n  "), strings.Join(b.Events, "\n  "))
 	}
 	for _, want := range []string{"reader: tool step 1 web_search", "reader: tool step 2 fetch", "reader: step step 3 [send_message]",
