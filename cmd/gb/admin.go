@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/infra/db"
+	"github.com/gbresearch/gb/infra/fetch"
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/doctext"
 	"github.com/gbresearch/gb/jobs/kb"
 )
 
@@ -83,8 +85,13 @@ func usersCmd() *cobra.Command {
 func kbCmd() *cobra.Command {
 	load := &cobra.Command{
 		Use:   "load DATASET PATH...",
-		Short: "Load documents (.md, .txt) or Go source trees into a dataset (DATABASE_URL)",
-		Long: `Load documents (.md, .txt) or Go source trees into a dataset (DATABASE_URL).
+		Short: "Load documents (.md, .txt, .pdf, .docx, .pptx, .xlsx, .csv, .html) or Go source trees into a dataset (DATABASE_URL)",
+		Long: `Load documents (.md, .txt, .pdf, .docx, .pptx, .xlsx, .csv, .html) or Go source
+trees into a dataset (DATABASE_URL), directories recursively; each file's
+path is its source. A PDF keeps its pages ("[page N]" lines), a deck its
+slides and a workbook its sheets, so that read can go to a page and a
+citation name it. A file that is malformed, too large or has no text layer
+(a scanned PDF) is skipped with a line on stderr saying why.
 
 Each Go package becomes one document of its whole documentation (go/doc):
 package comment, constants, variables, functions, types with their fields
@@ -99,12 +106,15 @@ files are gone (documents loaded from other paths are kept). It prints
   gb kb load notes ./docs`,
 		Args: args(2, -1, "a DATASET and at least one PATH"),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			docs, err := kb.FromPaths(a[1:])
+			docs, skipped, err := kb.FromPathsWith(a[1:], doctext.Options{HTML: fetch.HTML})
 			if err != nil {
 				return err
 			}
+			for _, s := range skipped {
+				fmt.Fprintf(cmd.ErrOrStderr(), "skipped %s: %v\n", s.Path, s.Err)
+			}
 			if len(docs) == 0 {
-				return fmt.Errorf("no documents found in %v (loadable: .md and .txt files, Go package directories)", a[1:])
+				return fmt.Errorf("no documents found in %v (loadable: .md, .txt, .pdf, .docx, .pptx, .xlsx, .csv and .html files, Go package directories)", a[1:])
 			}
 			pool, err := openDB(cmd.Context())
 			if err != nil {

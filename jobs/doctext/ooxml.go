@@ -167,7 +167,10 @@ func (z *officeZip) coreProps(d *Doc) {
 }
 
 // docx reads word/document.xml: paragraphs, headings by their style
-// (Heading1…, Title), tables as rows of cells apart by " | ".
+// (Heading1…, Title), tables as rows of cells apart by " | ". Its pages
+// are those Word marked when it last laid the document out
+// (lastRenderedPageBreak) and its explicit page breaks, each starting at
+// the next paragraph; a document without them is one page.
 func (r *reader) docx(body []byte) (Doc, error) {
 	z, err := r.openZip(body)
 	if err != nil {
@@ -178,6 +181,8 @@ func (r *reader) docx(body []byte) (Doc, error) {
 		return Doc{}, err
 	}
 	b := newBuilder(r.lim.MaxChars)
+	b.startPart(PartPage, 1, "")
+	page, breakNext := 1, false
 	var para strings.Builder
 	style := ""
 	var row []string
@@ -188,12 +193,22 @@ func (r *reader) docx(body []byte) (Doc, error) {
 		case "p":
 			para.Reset()
 			style = ""
+			if breakNext && inCell == 0 {
+				page, breakNext = page+1, false
+				b.startPart(PartPage, page, "")
+			}
 		case "pStyle":
 			style = attr(e, "val")
 		case "tab":
 			para.WriteString("\t")
 		case "br":
-			para.WriteString("\n")
+			if attr(e, "type") == "page" {
+				breakNext = true
+			} else {
+				para.WriteString("\n")
+			}
+		case "lastRenderedPageBreak":
+			breakNext = true
 		case "tbl":
 			b.sep()
 		case "tr":
@@ -231,7 +246,6 @@ func (r *reader) docx(body []byte) (Doc, error) {
 		return Doc{}, err
 	}
 	d := b.doc()
-	d.Parts = nil
 	z.coreProps(&d)
 	if d.Title == "" {
 		d.Title = textTitle(d.Text)

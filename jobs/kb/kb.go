@@ -8,9 +8,12 @@
 // document hit its best passage (search.go); Find jumps to the passages
 // of a document that hold a phrase or name a symbol (find.go). Loading
 // (load.go) skips documents whose content did not change. Go packages
-// are rendered with go/doc and go/printer (godoc.go).
+// are rendered with go/doc and go/printer (godoc.go); PDFs, Office files
+// and the other documents of a folder are read by jobs/doctext, their
+// pages marked in the body, so that a passage is cited to its page
+// (PageSpan).
 //
-// It may import nothing of the project.
+// It may import jobs/doctext only.
 package kb
 
 import (

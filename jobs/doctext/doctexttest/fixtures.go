@@ -240,8 +240,12 @@ func core(title, creator string) [2]string {
 	return [2]string{"docProps/core.xml", `<?xml version="1.0"?><cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/"><dc:title>` + title + `</dc:title><dc:creator>` + creator + `</dc:creator><dcterms:created>2024-05-02T09:00:00Z</dcterms:created></cp:coreProperties>`}
 }
 
-// DOCXClaim is a sentence of the report DOCX.
-const DOCXClaim = "Pump 4 failed after 1,200 hours because its seal dried out."
+// DOCXClaim is a sentence of the report DOCX, on its page 1;
+// DOCXClaim2 one on its page 2 (after a page break).
+const (
+	DOCXClaim  = "Pump 4 failed after 1,200 hours because its seal dried out."
+	DOCXClaim2 = "Seals are now checked every 500 hours by the night crew."
+)
 
 // DOCX is a short report: a title, headings, paragraphs and a table.
 func DOCX() []byte {
@@ -258,8 +262,9 @@ func DOCX() []byte {
 		para("", DOCXClaim) +
 		para("", "The review read the logs of six pumps over two years.") +
 		`<w:tbl><w:tr>` + cell("Pump") + cell("Hours") + `</w:tr><w:tr>` + cell("4") + cell("1,200") + `</w:tr></w:tbl>` +
+		`<w:p><w:r><w:br w:type="page"/></w:r></w:p>` +
 		para("Heading2", "Next steps") +
-		para("", "Seals are now checked every 500 hours.")
+		para("", DOCXClaim2)
 	return zipOf(
 		[2]string{"[Content_Types].xml", `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`},
 		[2]string{"word/document.xml", `<?xml version="1.0"?><w:document ` + wNS + `><w:body>` + body + `</w:body></w:document>`},
