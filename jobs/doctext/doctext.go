@@ -121,7 +121,7 @@ var DefaultLimits = Limits{
 	MaxPages:    2000,
 	MaxChars:    8 << 20,
 	MaxEntries:  10000,
-	MaxInflated: 256 << 20,
+	MaxInflated: 64 << 20,
 	MaxDepth:    100,
 	MaxRows:     5000,
 	Timeout:     60 * time.Second,

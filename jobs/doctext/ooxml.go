@@ -70,6 +70,21 @@ func (z *officeZip) has(name string) bool { _, ok := z.files[name]; return ok }
 // read inflates one file, counting its bytes against MaxInflated as they
 // are read.
 func (z *officeZip) read(name string) ([]byte, error) {
+	rc, err := z.open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, z.readErr(name, err)
+	}
+	return data, nil
+}
+
+// open opens one file of the zip for reading through a counter that
+// fails past MaxInflated.
+func (z *officeZip) open(name string) (io.ReadCloser, error) {
 	f, ok := z.files[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: the zip has no %s", ErrMalformed, name)
@@ -78,24 +93,62 @@ func (z *officeZip) read(name string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
 	}
-	defer rc.Close()
-	left := z.r.lim.MaxInflated - z.r.inflated
-	data, err := io.ReadAll(io.LimitReader(rc, left+1))
-	z.r.inflated += int64(len(data))
-	if int64(len(data)) > left {
-		return nil, limitErr("MaxInflated", z.r.lim.MaxInflated, "the zip's files inflate to more bytes (a decompression bomb?) at %s", name)
+	return &countingReader{rc: rc, z: z, name: name}, nil
+}
+
+func (z *officeZip) readErr(name string, err error) error {
+	var le *LimitError
+	if errors.As(err, &le) {
+		return le
 	}
+	return fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
+}
+
+// countingReader counts what a zip's file inflates to against the
+// document's MaxInflated.
+// It fails too on a run of text (bytes without a '<') longer than
+// MaxChars, which the XML decoder would hold whole.
+type countingReader struct {
+	rc   io.ReadCloser
+	z    *officeZip
+	name string
+	run  int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	c.z.r.inflated += int64(n)
+	if c.z.r.inflated > c.z.r.lim.MaxInflated {
+		return n, limitErr("MaxInflated", c.z.r.lim.MaxInflated, "the zip's files inflate to more bytes (a decompression bomb?) at %s", c.name)
+	}
+	if i := bytes.LastIndexByte(p[:n], '<'); i >= 0 {
+		c.run = n - i - 1
+	} else {
+		c.run += n
+	}
+	if c.run > c.z.r.lim.MaxChars {
+		return n, limitErr("MaxChars", int64(c.z.r.lim.MaxChars), "%s holds a run of text longer (a decompression bomb?)", c.name)
+	}
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.rc.Close() }
+
+// walkFile decodes one XML file of the zip as it inflates (xmlWalk).
+func (z *officeZip) walkFile(name string, start func(e xml.StartElement), end func(name string), text func(s string)) error {
+	rc, err := z.open(name)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
+		return err
 	}
-	return data, nil
+	defer rc.Close()
+	return z.xmlWalk(rc, start, end, text)
 }
 
 // xmlWalk decodes an XML part, calling start and end for elements (by
 // local name) and text for character data, and checks MaxDepth and the
 // context as it goes.
-func (z *officeZip) xmlWalk(data []byte, start func(e xml.StartElement), end func(name string), text func(s string)) error {
-	d := xml.NewDecoder(bytes.NewReader(data))
+func (z *officeZip) xmlWalk(src io.Reader, start func(e xml.StartElement), end func(name string), text func(s string)) error {
+	d := xml.NewDecoder(src)
 	d.Strict = false
 	depth := 0
 	for n := 0; ; n++ {
@@ -107,6 +160,10 @@ func (z *officeZip) xmlWalk(data []byte, start func(e xml.StartElement), end fun
 			return nil
 		}
 		if err != nil {
+			var le *LimitError
+			if errors.As(err, &le) {
+				return le
+			}
 			return fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 		switch t := tok.(type) {
@@ -142,13 +199,12 @@ func attr(e xml.StartElement, local string) string {
 
 // coreProps reads docProps/core.xml: title, creator, created date.
 func (z *officeZip) coreProps(d *Doc) {
-	data, err := z.read("docProps/core.xml")
-	if err != nil {
+	if !z.has("docProps/core.xml") {
 		return
 	}
 	var cur string
 	var creator string
-	_ = z.xmlWalk(data, func(e xml.StartElement) { cur = e.Name.Local }, func(string) { cur = "" }, func(s string) {
+	_ = z.walkFile("docProps/core.xml", func(e xml.StartElement) { cur = e.Name.Local }, func(string) { cur = "" }, func(s string) {
 		switch cur {
 		case "title":
 			d.Title += s
@@ -176,10 +232,6 @@ func (r *reader) docx(body []byte) (Doc, error) {
 	if err != nil {
 		return Doc{}, err
 	}
-	data, err := z.read("word/document.xml")
-	if err != nil {
-		return Doc{}, err
-	}
 	b := newBuilder(r.lim.MaxChars)
 	b.startPart(PartPage, 1, "")
 	page, breakNext := 1, false
@@ -188,7 +240,7 @@ func (r *reader) docx(body []byte) (Doc, error) {
 	var row []string
 	inCell := 0
 	var cell strings.Builder
-	err = z.xmlWalk(data, func(e xml.StartElement) {
+	err = z.walkFile("word/document.xml", func(e xml.StartElement) {
 		switch e.Name.Local {
 		case "p":
 			para.Reset()
@@ -285,15 +337,11 @@ func (r *reader) pptx(body []byte) (Doc, error) {
 	}
 	b := newBuilder(r.lim.MaxChars)
 	for i, name := range slides {
-		data, err := z.read(name)
-		if err != nil {
-			return Doc{}, err
-		}
 		var paras []string
 		title := ""
 		var para strings.Builder
 		inTitle, inShape := false, false
-		err = z.xmlWalk(data, func(e xml.StartElement) {
+		err = z.walkFile(name, func(e xml.StartElement) {
 			switch e.Name.Local {
 			case "sp":
 				inShape, inTitle = true, false
@@ -350,8 +398,8 @@ func (r *reader) pptx(body []byte) (Doc, error) {
 func (z *officeZip) slideOrder() ([]string, error) {
 	rels := z.rels("ppt/_rels/presentation.xml.rels", "ppt")
 	var order []string
-	if data, err := z.read("ppt/presentation.xml"); err == nil {
-		err = z.xmlWalk(data, func(e xml.StartElement) {
+	if z.has("ppt/presentation.xml") {
+		err := z.walkFile("ppt/presentation.xml", func(e xml.StartElement) {
 			if e.Name.Local == "sldId" {
 				if target, ok := rels[relID(e)]; ok && z.has(target) {
 					order = append(order, target)
@@ -400,11 +448,10 @@ func fileNumber(name string) int {
 // rels reads a relationships part: ids to targets, resolved against dir.
 func (z *officeZip) rels(name, dir string) map[string]string {
 	out := map[string]string{}
-	data, err := z.read(name)
-	if err != nil {
+	if !z.has(name) {
 		return out
 	}
-	_ = z.xmlWalk(data, func(e xml.StartElement) {
+	_ = z.walkFile(name, func(e xml.StartElement) {
 		if e.Name.Local == "Relationship" {
 			t := attr(e, "Target")
 			if strings.HasPrefix(t, "/") {
@@ -432,8 +479,8 @@ func (r *reader) xlsx(body []byte) (Doc, error) {
 	rels := z.rels("xl/_rels/workbook.xml.rels", "xl")
 	type sheet struct{ name, file string }
 	var sheets []sheet
-	if data, err := z.read("xl/workbook.xml"); err == nil {
-		err = z.xmlWalk(data, func(e xml.StartElement) {
+	if z.has("xl/workbook.xml") {
+		err := z.walkFile("xl/workbook.xml", func(e xml.StartElement) {
 			if e.Name.Local == "sheet" {
 				if t, ok := rels[relID(e)]; ok && z.has(t) {
 					sheets = append(sheets, sheet{attr(e, "name"), t})
@@ -452,10 +499,6 @@ func (r *reader) xlsx(body []byte) (Doc, error) {
 	}
 	b := newBuilder(r.lim.MaxChars)
 	for i, s := range sheets {
-		data, err := z.read(s.file)
-		if err != nil {
-			return Doc{}, err
-		}
 		b.startPart(PartSheet, i+1, s.name)
 		b.heading(2, "Sheet "+strconv.Itoa(i+1)+": "+s.name)
 		b.sep()
@@ -464,7 +507,7 @@ func (r *reader) xlsx(body []byte) (Doc, error) {
 		var cellType, value string
 		col := 0
 		inValue := false
-		err = z.xmlWalk(data, func(e xml.StartElement) {
+		err = z.walkFile(s.file, func(e xml.StartElement) {
 			switch e.Name.Local {
 			case "row":
 				row = row[:0]
@@ -539,14 +582,10 @@ func (z *officeZip) sharedStrings() ([]string, error) {
 	if !z.has("xl/sharedStrings.xml") {
 		return nil, nil
 	}
-	data, err := z.read("xl/sharedStrings.xml")
-	if err != nil {
-		return nil, err
-	}
 	var out []string
 	var cur strings.Builder
 	inT := false
-	err = z.xmlWalk(data, func(e xml.StartElement) {
+	err := z.walkFile("xl/sharedStrings.xml", func(e xml.StartElement) {
 		switch e.Name.Local {
 		case "si":
 			cur.Reset()

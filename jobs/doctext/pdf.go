@@ -141,23 +141,101 @@ func (r *reader) pdfPage(page pdf.Value, number int) ([]string, error) {
 
 // checkStream inflates a content stream to check its size (MaxInflated,
 // and maxStreamBytes for one stream) and nesting (MaxDepth) before it is
-// interpreted.
+// interpreted; it streams, holding a chunk at a time.
 func (r *reader) checkStream(s pdf.Value, page int) error {
 	rc := s.Reader()
 	defer rc.Close()
 	limit := min(int64(maxStreamBytes), r.lim.MaxInflated-r.inflated)
-	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err != nil && len(data) == 0 {
-		return fmt.Errorf("%w: page %d's content: %w", ErrMalformed, page, err)
-	}
-	r.inflated += int64(len(data))
-	if int64(len(data)) > limit {
-		if limit < maxStreamBytes {
-			return limitErr("MaxInflated", r.lim.MaxInflated, "the PDF's content streams inflate to more bytes (a decompression bomb?) by page %d", page)
+	var ns nestScanner
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		k, err := rc.Read(buf)
+		n += int64(k)
+		if n > limit {
+			r.inflated += n
+			if limit < maxStreamBytes {
+				return limitErr("MaxInflated", r.lim.MaxInflated, "the PDF's content streams inflate to more bytes (a decompression bomb?) by page %d", page)
+			}
+			return limitErr("MaxInflated", maxStreamBytes, "page %d's content stream inflates to more bytes (a decompression bomb?)", page)
 		}
-		return limitErr("MaxInflated", maxStreamBytes, "page %d's content stream inflates to more bytes (a decompression bomb?)", page)
+		if ns.feed(buf[:k]) > r.lim.MaxDepth {
+			return limitErr("MaxDepth", int64(r.lim.MaxDepth), "page %d's content nests arrays or dictionaries deeper", page)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if n == 0 {
+				return fmt.Errorf("%w: page %d's content: %w", ErrMalformed, page, err)
+			}
+			break // the interpreter reads what there is
+		}
+		if n%(4<<20) < int64(k) {
+			r.check()
+		}
 	}
-	return scanNesting(data, r.lim.MaxDepth, false)
+	r.inflated += n
+	return nil
+}
+
+// nestScanner follows the nesting of a content stream's arrays and
+// dictionaries across the chunks it is fed, skipping strings and
+// comments.
+type nestScanner struct {
+	depth, max      int
+	str             int // depth of parentheses in a string
+	escape, comment bool
+	lt, gt          bool // the previous byte was '<' or '>'
+}
+
+// feed scans b and returns the deepest nesting seen so far.
+func (ns *nestScanner) feed(b []byte) int {
+	for _, c := range b {
+		switch {
+		case ns.comment:
+			ns.comment = c != '\n' && c != '\r'
+			continue
+		case ns.str > 0:
+			switch {
+			case ns.escape:
+				ns.escape = false
+			case c == '\\':
+				ns.escape = true
+			case c == '(':
+				ns.str++
+			case c == ')':
+				ns.str--
+			}
+			continue
+		}
+		lt, gt := ns.lt, ns.gt
+		ns.lt, ns.gt = false, false
+		switch c {
+		case '%':
+			ns.comment = true
+		case '(':
+			ns.str = 1
+		case '[':
+			ns.depth++
+		case ']':
+			ns.depth = max0(ns.depth - 1)
+		case '<':
+			if lt {
+				ns.depth++
+			} else {
+				ns.lt = true
+			}
+		case '>':
+			if gt {
+				ns.depth = max0(ns.depth - 1)
+			} else {
+				ns.gt = true
+			}
+		}
+		ns.max = max(ns.max, ns.depth)
+	}
+	return ns.max
 }
 
 // scanNesting checks that no array or dictionary of a PDF (or of a

@@ -277,17 +277,30 @@ func DeepDOCX(depth int) []byte {
 	return zipOf([2]string{"word/document.xml", `<w:document ` + wNS + `>` + strings.Repeat("<w:p>", depth) + strings.Repeat("</w:p>", depth) + `</w:document>`})
 }
 
-// BombDOCX is a DOCX whose document.xml inflates to about inflated bytes.
-func BombDOCX(inflated int) []byte {
+// BombDOCX is a DOCX whose document.xml inflates to about inflated bytes,
+// one run of text.
+func BombDOCX(inflated int) []byte { return bombDOCX(inflated, "a") }
+
+// MarkupBombDOCX is a DOCX whose document.xml inflates to about inflated
+// bytes of empty paragraphs.
+func MarkupBombDOCX(inflated int) []byte { return bombDOCX(inflated, "<w:p/>") }
+
+func bombDOCX(inflated int, unit string) []byte {
 	var b bytes.Buffer
 	w := zip.NewWriter(&b)
 	fw, _ := w.CreateHeader(&zip.FileHeader{Name: "word/document.xml", Method: zip.Deflate})
 	_, _ = fw.Write([]byte(`<w:document ` + wNS + `><w:body><w:p><w:r><w:t>`))
-	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	if unit != "a" {
+		_, _ = fw.Write([]byte(`</w:t></w:r></w:p>`))
+	}
+	chunk := bytes.Repeat([]byte(unit), (1<<20)/len(unit))
 	for n := 0; n < inflated; n += len(chunk) {
 		_, _ = fw.Write(chunk)
 	}
-	_, _ = fw.Write([]byte(`</w:t></w:r></w:p></w:body></w:document>`))
+	if unit == "a" {
+		_, _ = fw.Write([]byte(`</w:t></w:r></w:p>`))
+	}
+	_, _ = fw.Write([]byte(`</w:body></w:document>`))
 	_ = w.Close()
 	return b.Bytes()
 }
