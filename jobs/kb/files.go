@@ -3,6 +3,8 @@ package kb
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -22,8 +24,20 @@ import (
 // with no options); a file that could not be read as a document is left
 // out.
 func FromPaths(paths []string) ([]Document, error) {
-	docs, _, err := FromPathsWith(paths, doctext.Options{})
+	docs, _, err := FromPathsWith(paths, ReadOptions{})
 	return docs, err
+}
+
+// ReadOptions are how FromPathsWith reads files.
+type ReadOptions struct {
+	// Doc is how documents are read (doctext's limits, its HTML reader).
+	Doc doctext.Options
+	// Known are the file hashes stored by source (FileHashes): a file of
+	// that hash is not read again, and comes back Unchanged.
+	Known map[string]string
+	// Progress, when set, is called after each file is read (or found
+	// unchanged, or skipped) with its path.
+	Progress func(path string)
 }
 
 // Skipped is a file FromPathsWith left out, and why.
@@ -43,7 +57,7 @@ type Skipped struct {
 // under a directory have it, made absolute, as their Root, so that
 // loading the same directory again can remove the documents whose files
 // are gone (Sync).
-func FromPathsWith(paths []string, opt doctext.Options) ([]Document, []Skipped, error) {
+func FromPathsWith(paths []string, opt ReadOptions) ([]Document, []Skipped, error) {
 	var docs []Document
 	var skipped []Skipped
 	for _, p := range paths {
@@ -91,7 +105,7 @@ type skipError struct{ err error }
 
 func (e *skipError) Error() string { return e.err.Error() }
 
-func walkDir(root string, opt doctext.Options) ([]Document, []Skipped, error) {
+func walkDir(root string, opt ReadOptions) ([]Document, []Skipped, error) {
 	var docs []Document
 	var skipped []Skipped
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -139,17 +153,29 @@ func walkDir(root string, opt doctext.Options) ([]Document, []Skipped, error) {
 }
 
 // docFile reads one file as a document: .md and .txt as they are, the
-// others through doctext. Its source is "file:" and its path.
-func docFile(path string, opt doctext.Options) (Document, error) {
-	switch filepath.Ext(path) {
-	case ".md", ".txt":
-		return textFile(path)
+// others through doctext. Its source is "file:" and its path; a file
+// whose hash is the one Known is not read.
+func docFile(path string, opt ReadOptions) (doc Document, err error) {
+	if opt.Progress != nil {
+		defer func() { opt.Progress(path) }()
 	}
+	source := "file:" + filepath.ToSlash(path)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Document{}, fmt.Errorf("error reading %s: %w", path, err)
 	}
-	d, err := doctext.Extract(context.Background(), b, "", path, opt)
+	sum := sha256.Sum256(b)
+	hash := hex.EncodeToString(sum[:])
+	if opt.Known[source] == hash {
+		return Document{Source: source, FileHash: hash, Unchanged: true}, nil
+	}
+	switch filepath.Ext(path) {
+	case ".md", ".txt":
+		d := textDocument(path, b)
+		d.FileHash = hash
+		return d, nil
+	}
+	d, err := doctext.Extract(context.Background(), b, "", path, opt.Doc)
 	if err != nil {
 		return Document{}, &skipError{err}
 	}
@@ -157,14 +183,10 @@ func docFile(path string, opt doctext.Options) (Document, error) {
 	if title == "" {
 		title = filepath.Base(path)
 	}
-	return Document{Source: "file:" + filepath.ToSlash(path), Title: title, Body: d.Text}, nil
+	return Document{Source: source, Title: title, Body: d.Text, FileHash: hash}, nil
 }
 
-func textFile(path string) (Document, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Document{}, fmt.Errorf("error reading %s: %w", path, err)
-	}
+func textDocument(path string, b []byte) Document {
 	title := filepath.Base(path)
 	for _, line := range strings.SplitN(string(b), "\n", 5) {
 		if t := strings.TrimSpace(strings.TrimLeft(line, "# ")); t != "" {
@@ -172,7 +194,7 @@ func textFile(path string) (Document, error) {
 			break
 		}
 	}
-	return Document{Source: "file:" + filepath.ToSlash(path), Title: title, Body: string(b)}, nil
+	return Document{Source: "file:" + filepath.ToSlash(path), Title: title, Body: string(b)}
 }
 
 // goPackage extracts the documentation of the Go package in dir, if any,

@@ -48,6 +48,12 @@ type Document struct {
 	// Passages are the document's passages when its maker knows them (a
 	// Go package's declarations); when nil, Load splits the body (Split).
 	Passages []Passage `json:"-"`
+	// FileHash is the hash of the bytes of the file the document was read
+	// from (FromPathsWith), kept to read only changed files next time.
+	FileHash string `json:"-"`
+	// Unchanged marks a document whose file has the hash stored
+	// (FromPathsWith with Known): it was not read, and Sync keeps it.
+	Unchanged bool `json:"-"`
 }
 
 // Hit is one search result: a document and its best passage.
