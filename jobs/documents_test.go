@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +21,7 @@ import (
 	"github.com/gbresearch/gb/jobs"
 	"github.com/gbresearch/gb/jobs/cite"
 	"github.com/gbresearch/gb/jobs/doctext/doctexttest"
+	"github.com/gbresearch/gb/jobs/kb"
 	"github.com/gbresearch/gb/jobs/llm"
 )
 
@@ -110,5 +114,86 @@ func TestResearchCitesDocumentPages(t *testing.T) {
 	}
 	if pages[1] != "3/p. 3" || pages[2] != "2/p. 2" {
 		t.Errorf("cited pages / passages' pages: %v", pages)
+	}
+}
+
+// TestResearchCitesKnowledgeBasePages: the same documents loaded from a
+// folder into the knowledge base (kb.FromPathsWith, as gb kb load does);
+// the research finds them by search, reads the PDF at page 3 and the DOCX
+// at page 2, cites both pages by their files' sources, and passes the
+// citation check.
+func TestResearchCitesKnowledgeBasePages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, body := range map[string][]byte{"ice.pdf": doctexttest.Paper(), "review.docx": doctexttest.DOCX()} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	docs, skipped, err := kb.FromPathsWith([]string{dir}, kb.ReadOptions{})
+	if err != nil || len(docs) != 2 || len(skipped) != 0 {
+		t.Fatalf("%v %d docs %v", err, len(docs), skipped)
+	}
+	pool := dbtest.NewPool(t)
+	if _, err := kb.Sync(context.Background(), pool, "papers", docs); err != nil {
+		t.Fatal(err)
+	}
+	pdfSrc, docxSrc := "file:"+filepath.ToSlash(filepath.Join(dir, "ice.pdf")), "file:"+filepath.ToSlash(filepath.Join(dir, "review.docx"))
+	idRE := regexp.MustCompile(`(?m)^\[id (\d+)\] .+ \((\S+)\)$`)
+	var mu sync.Mutex
+	results := map[int][]string{}
+	report := "# Ice shells and pumps\n\n" + doctexttest.PaperClaim[:len(doctexttest.PaperClaim)-1] + " [1, p. 3].\n\n" +
+		doctexttest.DOCXClaim2[:len(doctexttest.DOCXClaim2)-1] + " [2, p. 2].\n\n" +
+		"## Sources\n\n1. " + doctexttest.PaperTitle + " — " + pdfSrc + "\n2. Pump Failure Review — " + docxSrc + "\n"
+	model := &scriptModel{fn: func(_ context.Context, req llm.Request) (llm.Message, error) {
+		turn := turns(req)
+		mu.Lock()
+		results[turn-1] = stepToolResults(req)
+		mu.Unlock()
+		switch turn {
+		case 0:
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query": "milliwatts shell"}`),
+				toolCall("search", `{"query": "seals checked night crew"}`)}}, nil
+		case 1:
+			ids := map[string]string{}
+			for _, r := range stepToolResults(req) {
+				for _, m := range idRE.FindAllStringSubmatch(r, -1) {
+					ids[m[2]] = m[1]
+				}
+			}
+			if ids[pdfSrc] == "" || ids[docxSrc] == "" {
+				return llm.Message{}, fmt.Errorf("search did not find both documents: %v", ids)
+			}
+			return llm.Message{ToolCalls: []llm.ToolCall{toolCall("read", `{"id": `+ids[pdfSrc]+`, "page": 3}`),
+				toolCall("read", `{"id": `+ids[docxSrc]+`, "page": 2}`)}}, nil
+		}
+		return llm.Message{Content: report}, nil
+	}}
+	b := setupOn(t, pool, setupOpts{noWork: true})
+	startAgent(t, jobs.Deps{Pool: pool, Model: model})
+	run, _, err := b.agent.StartResearch(context.Background(), jobs.StartParams{UserID: b.userID, Dataset: "papers",
+		Topic: "How much heat do ice shells conduct?", Citations: jobs.CitationsFlag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run = waitEnded(t, pool, run.ID, 60*time.Second)
+	if run.Status != jobs.StatusSucceeded {
+		t.Fatalf("research %s: %s", run.Status, run.Error)
+	}
+	if r := results[1]; len(r) != 2 || !strings.Contains(r[0], "[p. 3 starts at character ") || !strings.Contains(r[0], ", p. 3 of 3 pages") ||
+		!strings.Contains(r[1], ", p. 2 of 2 pages") || !strings.Contains(r[1], doctexttest.DOCXClaim2) {
+		t.Errorf("the reads by page:\n%.3000s", strings.Join(r, "\n----\n"))
+	}
+	if run.Citations == nil || *run.Citations != (cite.Counts{Claims: 2, Supported: 2}) {
+		t.Fatalf("citations %+v, report:\n%s", run.Citations, run.Report)
+	}
+	got, err := jobs.CitationsOf(context.Background(), pool, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got.Citations {
+		if want := map[int]string{1: "p. 3", 2: "p. 2"}[c.Marker]; c.PassagePage != want {
+			t.Errorf("[%d]: passage on %q, want %q", c.Marker, c.PassagePage, want)
+		}
 	}
 }

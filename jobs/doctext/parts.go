@@ -12,9 +12,10 @@ import (
 // N: Title", a sheet with "## Sheet N: Name".
 var partRE = regexp.MustCompile(`(?m)^(?:\[page (\d{1,5})\]|## (Slide|Sheet) (\d{1,5})(?:: (.*))?)$`)
 
-// PartsOf finds the parts of a text Extract wrote. They count only when
-// the text starts with part 1 and they number on by one, so that a
-// document's own "[page 2]" line makes no parts of a text without them.
+// PartsOf finds the parts of a text Extract wrote, or of a piece of it
+// that starts at a part. They count only when the text starts with a
+// part's mark and they number on by one from it, so that a document's own
+// "[page 2]" line makes no parts of a text without them.
 func PartsOf(text string) []Part {
 	var parts []Part
 	for _, m := range partRE.FindAllStringSubmatchIndex(text, -1) {
@@ -29,12 +30,12 @@ func PartsOf(text string) []Part {
 			}
 		}
 		n, _ := strconv.Atoi(num)
-		if n != len(parts)+1 || len(parts) > 0 && parts[0].Kind != kind {
-			continue
-		}
 		offset := utf8.RuneCountInString(text[:m[0]])
-		if len(parts) == 0 && offset != 0 {
+		if len(parts) == 0 && (offset != 0 || n < 1) {
 			return nil
+		}
+		if len(parts) > 0 && (n != parts[len(parts)-1].Number+1 || parts[0].Kind != kind) {
+			continue
 		}
 		parts = append(parts, Part{Kind: kind, Number: n, Name: name, Offset: offset})
 	}
