@@ -60,6 +60,10 @@ type Config struct {
 	// net.Dialer whose Control hook checks it again).
 	Dial      DialFunc
 	UserAgent string
+	// ArxivBase, GitHubAPIBase and GitHubRawBase are where arXiv papers
+	// and GitHub repositories and files are read from (the defaults:
+	// ArxivBaseDefault, …); tests point them at local servers.
+	ArxivBase, GitHubAPIBase, GitHubRawBase string
 	// Logger gets the allow-list warning; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -71,6 +75,9 @@ type Fetcher struct {
 	maxBytes    int64
 	maxDocBytes int64
 	agent       string
+	// arxivBase, ghAPI and ghRaw are Config's ArxivBase, GitHubAPIBase
+	// and GitHubRawBase.
+	arxivBase, ghAPI, ghRaw string
 }
 
 var _ jobs.Fetcher = (*Fetcher)(nil)
@@ -155,7 +162,9 @@ func looksNumeric(host string) bool {
 }
 
 // Fetch implements jobs.Fetcher: it GETs rawURL through the guard and
-// returns its readable text. Errors say what happened.
+// returns its readable text. An arXiv paper's URL reads the paper, a
+// GitHub repository's its README and files, a GitHub file's the raw file
+// (named.go). Errors say what happened.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (jobs.Page, error) {
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil {
@@ -166,7 +175,10 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (jobs.Page, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	page, err := f.get(ctx, u)
+	page, named, err := f.named(ctx, u)
+	if !named {
+		page, err = f.get(ctx, u)
+	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrRefused) {
 		return page, fmt.Errorf("fetch %s: timed out after %s: %w", u.Redacted(), f.timeout, err)
 	}

@@ -67,21 +67,6 @@ func zipEntries(b []byte) (uint64, bool) {
 // has reports whether the zip holds name.
 func (z *officeZip) has(name string) bool { _, ok := z.files[name]; return ok }
 
-// read inflates one file, counting its bytes against MaxInflated as they
-// are read.
-func (z *officeZip) read(name string) ([]byte, error) {
-	rc, err := z.open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, z.readErr(name, err)
-	}
-	return data, nil
-}
-
 // open opens one file of the zip for reading through a counter that
 // fails past MaxInflated.
 func (z *officeZip) open(name string) (io.ReadCloser, error) {
@@ -94,14 +79,6 @@ func (z *officeZip) open(name string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
 	}
 	return &countingReader{rc: rc, z: z, name: name}, nil
-}
-
-func (z *officeZip) readErr(name string, err error) error {
-	var le *LimitError
-	if errors.As(err, &le) {
-		return le
-	}
-	return fmt.Errorf("%w: %s: %w", ErrMalformed, name, err)
 }
 
 // countingReader counts what a zip's file inflates to against the
