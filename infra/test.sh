@@ -13,4 +13,8 @@ if [ "$fuzztime" != "0" ]; then
   # Each target also runs its seed corpus (testdata/fuzz) in the suite above.
   go test -run XXX -fuzz '^FuzzRequests$' -fuzztime "$fuzztime" ./infra/httpapi/
   go test -run XXX -fuzz '^FuzzToolArgs$' -fuzztime "$fuzztime" ./jobs/
+  # One target a document format, briefly (GB_DOCFUZZTIME, default 5s each).
+  for target in FuzzPDF FuzzDOCX FuzzPPTX FuzzXLSX FuzzCSV FuzzHTML; do
+    go test -run XXX -fuzz "^$target\$" -fuzztime "${GB_DOCFUZZTIME:-5s}" ./jobs/doctext/
+  done
 fi

@@ -150,10 +150,10 @@ func saveCitations(ctx context.Context, tx pgx.Tx, run *Run, round int, res *cit
 	for _, r := range rows {
 		// A verdict per claim and citation marker.
 		b.Queue(`INSERT INTO gb_citations (run_id, round, claim_index, claim, marker, ref, verdict, claim_verdict,
-				passage, score, reason, judged_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				passage, score, reason, judged_by, page, passage_page)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			run.ID, round, r.Claim, llm.CleanText(r.Text), r.Marker, llm.CleanText(r.Ref), r.Verdict, r.ClaimVerdict,
-			llm.CleanText(r.Passage), r.Score, r.Reason, r.JudgedBy)
+			llm.CleanText(r.Passage), r.Score, r.Reason, r.JudgedBy, r.Page, r.PassagePage)
 	}
 	counts := res.Counts
 	if revise {
@@ -184,6 +184,11 @@ type Citation struct {
 	Score        float64      `json:"score"`
 	Reason       string       `json:"reason"`
 	JudgedBy     string       `json:"judged_by"`
+	// Page is the page of the source the claim cites ("[3, p. 7]"), 0
+	// when it names none; PassagePage the page (slide, sheet) the passage
+	// is on, as "p. 7", when the source has pages.
+	Page        int    `json:"page,omitempty"`
+	PassagePage string `json:"passage_page,omitempty"`
 }
 
 // judgedLexical is the judge of a verdict the lexical test gave.
@@ -209,7 +214,8 @@ func citationRows(res *cite.Result) []Citation {
 			}
 			seen[p.Marker] = true
 			out = append(out, Citation{Claim: c.Index, Text: c.Text, Marker: p.Marker, Ref: p.Ref, Verdict: p.Verdict,
-				ClaimVerdict: c.Verdict, Passage: p.Passage, Score: p.Score, Reason: p.Reason, JudgedBy: judgedLexical})
+				ClaimVerdict: c.Verdict, Passage: p.Passage, Score: p.Score, Reason: p.Reason, JudgedBy: judgedLexical,
+				Page: p.Page, PassagePage: p.PassagePage})
 		}
 	}
 	return out
@@ -291,7 +297,7 @@ func CitationsOf(ctx context.Context, db DB, run *Run) (*RunCitations, error) {
 	out := &RunCitations{RunID: run.ID, Mode: mode, Counts: run.Citations, CountsBefore: run.CitationsBefore,
 		Citations: []Citation{}}
 	rows, err := db.Query(ctx, `SELECT round, claim_index, claim, marker, ref, verdict, claim_verdict, passage,
-			score::float8, reason, judged_by
+			score::float8, reason, judged_by, page, passage_page
 		FROM gb_citations WHERE run_id = $1
 		  AND round = (SELECT max(round) FROM gb_citations WHERE run_id = $1)
 		ORDER BY claim_index, marker`, run.ID)
@@ -301,7 +307,7 @@ func CitationsOf(ctx context.Context, db DB, run *Run) (*RunCitations, error) {
 	out.Citations, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Citation, error) {
 		var c Citation
 		err := r.Scan(&out.Round, &c.Claim, &c.Text, &c.Marker, &c.Ref, &c.Verdict, &c.ClaimVerdict, &c.Passage,
-			&c.Score, &c.Reason, &c.JudgedBy)
+			&c.Score, &c.Reason, &c.JudgedBy, &c.Page, &c.PassagePage)
 		return c, err
 	})
 	if err != nil {

@@ -132,7 +132,7 @@ approval, which parks the same way.
   - Compaction: compaction.go and jobs/compact.
   - Ledger: calls.go.
 
-It may import jobs/llm, jobs/compact, jobs/kb, jobs/prompts, jobs/tracectx, jobs/cite and messenger; it knows
+It may import jobs/llm, jobs/compact, jobs/doctext, jobs/kb, jobs/prompts, jobs/tracectx, jobs/cite and messenger; it knows
 nothing of HTTP, Lambda or the model clients, which reach it through
 llm.Model.
 */

@@ -3,6 +3,7 @@ package jobs
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gbresearch/gb/jobs/doctext"
 	"strings"
 	"unicode/utf8"
 )
@@ -119,7 +120,7 @@ func headingLine(line string) bool {
 
 // renderFind writes the passages find found for the model: how many, how
 // to read from one, and each with its offset and section.
-func renderFind(url, phrase string, from int, found []passage, all bool) string {
+func renderFind(url, phrase string, from int, found []passage, all bool, parts []doctext.Part) string {
 	var b strings.Builder
 	switch {
 	case len(found) == 0:
@@ -136,6 +137,9 @@ func renderFind(url, phrase string, from int, found []passage, all bool) string 
 	fmt.Fprintf(&b, ". To read one, call fetch with this url and its \"offset\"]\n")
 	for _, p := range found[:min(len(found), findPassagesMax)] {
 		fmt.Fprintf(&b, "\n- offset %d", p.offset)
+		if part, ok := doctext.PartAt(parts, p.offset); ok {
+			fmt.Fprintf(&b, " (%s)", part.Cite())
+		}
 		if p.heading != "" && !p.title {
 			fmt.Fprintf(&b, ", in %q", oneLine(p.heading, 120))
 		}

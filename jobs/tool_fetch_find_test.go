@@ -40,7 +40,7 @@ func TestFindPassages(t *testing.T) {
 	if none, _ := findPassages(text, "autovacuum", 0); len(none) != 0 {
 		t.Errorf("found %+v for a phrase not in the text", none)
 	}
-	if out := renderFind("https://x.example/", "autovacuum", 0, nil, false); !strings.Contains(out, "no passage") {
+	if out := renderFind("https://x.example/", "autovacuum", 0, nil, false, nil); !strings.Contains(out, "no passage") {
 		t.Errorf("no passage: %q", out)
 	}
 }
@@ -53,7 +53,7 @@ func TestRenderFindPages(t *testing.T) {
 		fmt.Fprintf(&b, "line %d holds the word\n", i)
 	}
 	found, all := findPassages(b.String(), "WORD", 0)
-	out := renderFind("https://x.example/a", "WORD", 0, found, all)
+	out := renderFind("https://x.example/a", "WORD", 0, found, all, nil)
 	next := found[findPassagesMax].offset
 	want := fmt.Sprintf(`[4 more passages, the first at offset %d: call fetch with {"url": "https://x.example/a", "find": "WORD", "offset": %d} to list those from there]`, next, next)
 	if strings.Count(out, "\n- offset ") != findPassagesMax || !strings.Contains(out, want) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gbresearch/gb/jobs/doctext"
 	"github.com/gbresearch/gb/jobs/kb"
 	"github.com/gbresearch/gb/jobs/llm"
 )
@@ -22,7 +23,7 @@ import (
 func init() {
 	register(&tool{
 		spec: llm.ToolSpec{Name: toolRead,
-			Description: fmt.Sprintf("Read a knowledge-base document by id, %d characters from offset. "+
+			Description: fmt.Sprintf("Read a knowledge-base document by id, %d characters from offset, or from a page of a PDF, deck or workbook (\"page\"; reads say the pages they hold, to cite as [n, p. N]). "+
 				`"find" (a phrase, heading or symbol, e.g. "Server.Shutdown") reads from the one passage it names, `+
 				`else lists the passages naming or holding it (offsets, excerpts; from "offset" on when above 0).`, kb.MaxReadLen)},
 		args:  readArgs{},
@@ -39,6 +40,7 @@ type readArgs struct {
 	ID     int64  `json:"id" desc:"the document's id, from search" min:"1"`
 	Offset int    `json:"offset" desc:"character to read from" optional:"true" min:"0" default:"0"`
 	Find   string `json:"find" desc:"a phrase, heading or symbol to jump to in the document" optional:"true" trim:"true" max:"200"`
+	Page   int    `json:"page" desc:"a document's page (slide, sheet) to read from, counted from 1" optional:"true" min:"0" max:"100000" default:"0"`
 }
 
 func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readResult, error) {
@@ -48,6 +50,20 @@ func readDocument(ctx context.Context, env *readEnv, raw json.RawMessage) (readR
 	}
 	if args.Find != "" {
 		return findInDocument(ctx, env, args)
+	}
+	if args.Page > 0 {
+		parts, err := kb.Parts(ctx, env.agent.pool, env.run.Dataset, args.ID)
+		if errors.Is(err, kb.ErrNotFound) {
+			return readResult{}, noDocument(args.ID)
+		}
+		if err != nil {
+			return readResult{}, err
+		}
+		part, err := pageOf(parts, args.Page)
+		if err != nil {
+			return readResult{}, err
+		}
+		return readFrom(ctx, env, args.ID, part.Offset, fmt.Sprintf("[%s starts at character %d: reading from there]", part.Cite(), part.Offset))
 	}
 	return readFrom(ctx, env, args.ID, args.Offset, "")
 }
@@ -72,8 +88,13 @@ func readFrom(ctx context.Context, env *readEnv, id int64, offset int, note stri
 		text += note + "\n\n"
 	}
 	text += body
-	if end := min(offset, total) + utf8.RuneCountInString(d.Body); offset > 0 || end < total {
-		text += fmt.Sprintf("\n\n[characters %d to %d of %d", min(offset, total), end, total)
+	on := ""
+	if parts, err := kb.Parts(ctx, env.agent.pool, env.run.Dataset, id); err == nil && len(parts) > 0 {
+		end := min(offset, total) + utf8.RuneCountInString(d.Body)
+		on = fmt.Sprintf(", %s of %d %s", doctext.Span(parts, min(offset, total), end), len(parts), strings.ToLower(partsName(parts)))
+	}
+	if end := min(offset, total) + utf8.RuneCountInString(d.Body); offset > 0 || end < total || on != "" {
+		text += fmt.Sprintf("\n\n[characters %d to %d of %d%s", min(offset, total), end, total, on)
 		if end < total {
 			text += fmt.Sprintf("; %d left: call read with \"offset\": %d to read on]", total-end, end)
 		} else {

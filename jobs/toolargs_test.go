@@ -129,7 +129,7 @@ func TestSpawnSpecModels(t *testing.T) {
 func TestArgShape(t *testing.T) {
 	cases := map[string]string{
 		toolSearch:        `{"query": "...", "limit": 1..10}`,
-		toolRead:          `{"id": 1, "offset": 0, "find": "..."}`,
+		toolRead:          `{"id": 1, "offset": 0, "find": "...", "page": 0..100000}`,
 		toolListSiblings:  `{}`,
 		toolWaitSubagents: `{"names": ["...", ...]}`,
 		toolProposePlan: `{"subagents": [{"name": "...", "reason": "...", "task": "...", "max_steps": 1..40, ` +

@@ -63,10 +63,15 @@ func printCitations(w io.Writer, rc *jobs.RunCitations) error {
 	t := newTable(w, "CLAIM", "SOURCE", "VERDICT", "SCORE", "TEXT", "PASSAGE / REASON")
 	for _, c := range rc.Citations {
 		src := "-"
-		if c.Marker > 0 {
+		if c.Marker > 0 && c.Page > 0 {
+			src = fmt.Sprintf("[%d, p. %d] %s", c.Marker, c.Page, c.Ref)
+		} else if c.Marker > 0 {
 			src = fmt.Sprintf("[%d] %s", c.Marker, c.Ref)
 		}
 		detail := c.Passage
+		if c.PassagePage != "" && detail != "" {
+			detail = "(" + c.PassagePage + ") " + detail
+		}
 		if c.Verdict != cite.Supported && c.Reason != "" {
 			detail = c.Reason
 			if c.Passage != "" {

@@ -25,8 +25,11 @@
 // page's whole text less its navigation (clutter.go), both rendered with
 // headings as "## Heading" lines and the places of the elements' ids, so
 // that a URL's #fragment is located (render.go, anchor.go); plain text,
-// Markdown and JSON are kept as they are. docs/extraction.md measures it.
-// Slice pages such text by characters for the tool.
+// Markdown and JSON are kept as they are. Documents (PDF, DOCX, PPTX,
+// XLSX, CSV; found by their bytes, type or path) are read by jobs/doctext,
+// within its limits, their pages marked in the text; their bodies are
+// capped at MaxDocBytesDefault. docs/extraction.md and docs/documents.md
+// measure it. Slice pages such text by characters for the tool.
 //
-// It may import jobs only.
+// It may import jobs and jobs/doctext only.
 package fetch

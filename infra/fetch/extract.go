@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/url"
@@ -12,6 +13,8 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 	"golang.org/x/net/html/charset"
+
+	"github.com/gbresearch/gb/jobs/doctext"
 )
 
 // minArticle is the fewest characters of an article readability found for
@@ -32,6 +35,9 @@ const (
 	MethodPage = "page"
 	// MethodBody: a text body as it was served.
 	MethodBody = "body"
+	// MethodDocument: the text of a document (PDF, Office, CSV) read by
+	// doctext.
+	MethodDocument = "document"
 )
 
 // Extraction is the readable text of a body and what is known of it.
@@ -46,8 +52,10 @@ type Extraction struct {
 	// Headings are the headings of Text, in order.
 	Headings []Heading
 	// Method says how Text was made (MethodArticle, MethodPage,
-	// MethodBody).
+	// MethodBody, MethodDocument).
 	Method string
+	// Format is the doctext format of a document ("pdf", "docx", …).
+	Format string
 	// anchors maps the ids of the page's elements to the character of
 	// Text where their text starts.
 	anchors map[string]int
@@ -65,11 +73,41 @@ func Extract(body []byte, ctype string, pageURL *url.URL) (title, text string, e
 // ExtractPage is Extract with what is known of the text: the page's own
 // length, the headings, and where its elements' ids fall (Locate).
 func ExtractPage(body []byte, ctype string, pageURL *url.URL) (Extraction, error) {
-	mediaType, kind := contentType(ctype, body)
-	if kind == "" {
-		return Extraction{}, fmt.Errorf("content type %q is not one fetch reads (HTML, plain text, Markdown, JSON, XML)", mediaType)
+	p := ""
+	if pageURL != nil {
+		p = pageURL.Path
 	}
-	return extract(body, kind, ctype, pageURL), nil
+	mediaType, kind := contentType(ctype, body, p)
+	if kind == "" {
+		return Extraction{}, fmt.Errorf("content type %q is not one fetch reads (%s)", mediaType, readableTypes)
+	}
+	return extractKind(context.Background(), body, kind, ctype, pageURL)
+}
+
+// extractKind reads a body of a format doctext names: HTML and text here
+// (extract), the documents (PDF, Office, CSV) by doctext, whose text marks
+// its pages ("[page 7]" lines, doctext.PartsOf).
+func extractKind(ctx context.Context, body []byte, kind, contentType string, pageURL *url.URL) (Extraction, error) {
+	switch kind {
+	case kindHTML, kindText, doctext.FormatMarkdown:
+		return extract(body, kind, contentType, pageURL), nil
+	}
+	name := ""
+	if pageURL != nil {
+		name = pageURL.Path
+	}
+	d, err := doctext.Extract(ctx, body, contentType, name, doctext.Options{Limits: doctext.Limits{MaxBytes: int64(len(body)) + 1}})
+	if err != nil {
+		return Extraction{}, err
+	}
+	return Extraction{Title: d.Title, Text: d.Text, PageChars: utf8.RuneCountInString(d.Text), Method: MethodDocument, Format: d.Format}, nil
+}
+
+// HTML reads an HTML body as fetch does, for doctext.Options.HTML: the
+// knowledge base's HTML files are read as the web's pages.
+func HTML(body []byte, contentType string) (title, text string, err error) {
+	e := extract(body, kindHTML, contentType, nil)
+	return e.Title, e.Text, nil
 }
 
 // extract reduces a body of a readable kind to its text; contentType is

@@ -21,8 +21,12 @@ import (
 const (
 	// TimeoutDefault bounds one fetch, redirects and body included.
 	TimeoutDefault = 20 * time.Second
-	// MaxBytesDefault caps the body read (after decompression).
+	// MaxBytesDefault caps the body of an HTML or text page read (after
+	// decompression).
 	MaxBytesDefault = 5 << 20
+	// MaxDocBytesDefault caps the body of a document (PDF, Office): a
+	// paper or a manual is larger than a page.
+	MaxDocBytesDefault = 20 << 20
 	// MaxRedirects is how many redirects one fetch follows.
 	MaxRedirects = 5
 	// UserAgentDefault is sent with every request.
@@ -41,6 +45,9 @@ type DialFunc func(ctx context.Context, network, address string) (net.Conn, erro
 type Config struct {
 	Timeout  time.Duration
 	MaxBytes int64
+	// MaxDocBytes caps a document's body (default MaxDocBytesDefault,
+	// and never below MaxBytes).
+	MaxDocBytes int64
 	// Ports are the ports public addresses may be fetched on (default 80
 	// and 443).
 	Ports []uint16
@@ -53,16 +60,24 @@ type Config struct {
 	// net.Dialer whose Control hook checks it again).
 	Dial      DialFunc
 	UserAgent string
+	// ArxivBase, GitHubAPIBase and GitHubRawBase are where arXiv papers
+	// and GitHub repositories and files are read from (the defaults:
+	// ArxivBaseDefault, …); tests point them at local servers.
+	ArxivBase, GitHubAPIBase, GitHubRawBase string
 	// Logger gets the allow-list warning; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // Fetcher fetches pages through the guard. It is safe for concurrent use.
 type Fetcher struct {
-	client   *http.Client
-	timeout  time.Duration
-	maxBytes int64
-	agent    string
+	client      *http.Client
+	timeout     time.Duration
+	maxBytes    int64
+	maxDocBytes int64
+	agent       string
+	// arxivBase, ghAPI and ghRaw are Config's ArxivBase, GitHubAPIBase
+	// and GitHubRawBase.
+	arxivBase, ghAPI, ghRaw string
 }
 
 var _ jobs.Fetcher = (*Fetcher)(nil)
@@ -88,10 +103,11 @@ func FromEnv(getenv func(string) string, logger *slog.Logger) (*Fetcher, error) 
 func New(cfg Config) *Fetcher {
 	warnAllow(cfg, "fetch: the allow-list is on: pages may be fetched from these networks and ports whatever they are")
 	return &Fetcher{
-		client:   &http.Client{Transport: NewTransport(cfg), CheckRedirect: checkRedirect},
-		timeout:  cmp.Or(cfg.Timeout, TimeoutDefault),
-		maxBytes: cmp.Or(cfg.MaxBytes, MaxBytesDefault),
-		agent:    cmp.Or(cfg.UserAgent, UserAgentDefault),
+		client:      &http.Client{Transport: NewTransport(cfg), CheckRedirect: checkRedirect},
+		timeout:     cmp.Or(cfg.Timeout, TimeoutDefault),
+		maxBytes:    cmp.Or(cfg.MaxBytes, MaxBytesDefault),
+		maxDocBytes: max(cmp.Or(cfg.MaxDocBytes, MaxDocBytesDefault), cmp.Or(cfg.MaxBytes, MaxBytesDefault)),
+		agent:       cmp.Or(cfg.UserAgent, UserAgentDefault),
 	}
 }
 
@@ -146,7 +162,9 @@ func looksNumeric(host string) bool {
 }
 
 // Fetch implements jobs.Fetcher: it GETs rawURL through the guard and
-// returns its readable text. Errors say what happened.
+// returns its readable text. An arXiv paper's URL reads the paper, a
+// GitHub repository's its README and files, a GitHub file's the raw file
+// (named.go). Errors say what happened.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (jobs.Page, error) {
 	u, err := url.Parse(strings.TrimSpace(rawURL))
 	if err != nil {
@@ -157,7 +175,10 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (jobs.Page, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	page, err := f.get(ctx, u)
+	page, named, err := f.named(ctx, u)
+	if !named {
+		page, err = f.get(ctx, u)
+	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, ErrRefused) {
 		return page, fmt.Errorf("fetch %s: timed out after %s: %w", u.Redacted(), f.timeout, err)
 	}

@@ -13,39 +13,16 @@ import (
 	"time"
 
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/doctext"
 )
-
-// readable lists the content types that are read, by kind of extraction.
-var readable = map[string]string{
-	"text/html":             kindHTML,
-	"application/xhtml+xml": kindHTML,
-	"text/plain":            kindText,
-	"text/markdown":         kindText,
-	"text/x-markdown":       kindText,
-	"text/csv":              kindText,
-	"text/xml":              kindText,
-	"application/xml":       kindText,
-	"application/json":      kindText,
-	"application/ld+json":   kindText,
-	"application/rss+xml":   kindText,
-	"application/atom+xml":  kindText,
-}
 
 const (
-	kindHTML = "html"
-	kindText = "text"
+	kindHTML = doctext.FormatHTML
+	kindText = doctext.FormatText
 )
 
-// kindOf is how a content type is read, or "" when it is not.
-func kindOf(mediaType string) string {
-	if k, ok := readable[mediaType]; ok {
-		return k
-	}
-	if strings.HasSuffix(mediaType, "+json") {
-		return kindText
-	}
-	return ""
-}
+// readableTypes says what fetch reads, in its errors.
+const readableTypes = "HTML, PDF, DOCX, PPTX, XLSX, CSV, plain text, Markdown, JSON, XML"
 
 // get makes the request and reads the answer into a page.
 func (f *Fetcher) get(ctx context.Context, u *url.URL) (jobs.Page, error) {
@@ -65,21 +42,27 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL) (jobs.Page, error) {
 		return page, fmt.Errorf("fetch %s: the server answered %s", page.URL, resp.Status)
 	}
 	header := resp.Header.Get("Content-Type")
-	if mediaType, kind := contentType(header, nil); header != "" && kind == "" {
-		page.ContentType = mediaType
-		return page, unreadable(page.URL, mediaType) // refused before its body is read
+	if mediaType, _, _ := mime.ParseMediaType(header); header != "" && !doctext.MayRead(header) {
+		page.ContentType = strings.ToLower(mediaType)
+		return page, unreadable(page.URL, page.ContentType) // refused before its body is read
 	}
-	body, err := f.read(resp.Body)
+	body, err := f.read(resp.Body, f.maxDocBytes)
 	page.Bytes = len(body)
 	if err != nil {
 		return page, fmt.Errorf("fetch %s: %w", page.URL, err)
 	}
-	mediaType, kind := contentType(header, body)
+	mediaType, kind := contentType(header, body, resp.Request.URL.Path)
 	page.ContentType = mediaType
 	if kind == "" {
 		return page, unreadable(page.URL, mediaType)
 	}
-	e := extract(body, kind, header, resp.Request.URL)
+	if (kind == kindHTML || kind == kindText || kind == doctext.FormatMarkdown) && int64(len(body)) > f.maxBytes {
+		return page, fmt.Errorf("fetch %s: the body is larger than the %d-byte cap", page.URL, f.maxBytes)
+	}
+	e, err := extractKind(ctx, body, kind, header, resp.Request.URL)
+	if err != nil {
+		return page, fmt.Errorf("fetch %s: %w", page.URL, err)
+	}
 	page.Title, page.Text, page.PageChars = e.Title, e.Text, e.PageChars
 	if frag := cmp.Or(resp.Request.URL.Fragment, u.Fragment); frag != "" {
 		page.Fragment = &jobs.Fragment{ID: frag}
@@ -89,30 +72,31 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL) (jobs.Page, error) {
 }
 
 func unreadable(url, mediaType string) error {
-	return fmt.Errorf("fetch %s: content type %q is not one fetch reads (HTML, plain text, Markdown, JSON, XML)", url, mediaType)
+	return fmt.Errorf("fetch %s: content type %q is not one fetch reads (%s)", url, mediaType, readableTypes)
 }
 
-// read reads the body up to the cap.
-func (f *Fetcher) read(body io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(body, f.maxBytes+1))
+// read reads the body up to max bytes.
+func (f *Fetcher) read(body io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(body, max+1))
 	if err != nil {
 		return b, fmt.Errorf("reading the body: %w", err)
 	}
-	if int64(len(b)) > f.maxBytes {
-		return b[:f.maxBytes], fmt.Errorf("the body is larger than the %d-byte cap", f.maxBytes)
+	if int64(len(b)) > max {
+		return b[:max], fmt.Errorf("the body is larger than the %d-byte cap", max)
 	}
 	return b, nil
 }
 
 // contentType is the media type of the answer (sniffed when the header
-// gives none) and how it is read.
-func contentType(header string, body []byte) (string, string) {
+// gives none) and the format it is read as (doctext.Sniff: the bytes of a
+// PDF or an Office zip decide, then the header, then the URL's path).
+func contentType(header string, body []byte, urlPath string) (string, string) {
 	mediaType, _, err := mime.ParseMediaType(header)
 	if (header == "" || err != nil) && body != nil {
 		mediaType, _, _ = mime.ParseMediaType(http.DetectContentType(body))
 	}
 	mediaType = strings.ToLower(mediaType)
-	return mediaType, kindOf(mediaType)
+	return mediaType, doctext.Sniff(body, header, urlPath)
 }
 
 // unwrapURLError keeps the guard's refusal as the error (http.Client wraps

@@ -122,9 +122,15 @@ type Pair struct {
 	Marker  int     `json:"marker"`
 	Ref     string  `json:"ref"`
 	Verdict Verdict `json:"verdict"`
-	Passage string  `json:"passage,omitempty"`
-	Score   float64 `json:"score"`
-	Reason  string  `json:"reason,omitempty"`
+	// Page is the page (slide, sheet) the claim cites of the source, as
+	// in "[3, p. 7]"; 0 when it names none.
+	Page int `json:"page,omitempty"`
+	// PassagePage says where Passage is in a source that has pages
+	// ("p. 7"), as the reader cites it; "" for a source without pages.
+	PassagePage string  `json:"passage_page,omitempty"`
+	Passage     string  `json:"passage,omitempty"`
+	Score       float64 `json:"score"`
+	Reason      string  `json:"reason,omitempty"`
 	// Passages are the source's best passages for the claim, best first
 	// (Passage is the first), for a judge to read; bounded in number and
 	// length.

@@ -1,7 +1,7 @@
 // Package cite checks the citations of a report against the text its
 // writers actually read. It is pure: no database, no network, no model;
 // the same report and documents always give the same verdicts. It may
-// import nothing of the project, only the standard library. Its check is
+// import jobs/doctext only (the pages of a source). Its check is
 // lexical: the offline answer, and the passage retrieval a model judge
 // reads (Pair.Passages).
 //
@@ -211,4 +211,9 @@
 // a document, …). Both are counted apart and never flagged. Flag marks
 // only unsupported, contradicted and unread claims, with " ⚠ " and the
 // verdict.
+//
+// A marker may name a page of its source ("[3, p. 7]", "[2, slide 4]");
+// a pair says the page its passage is on when the source has pages
+// (jobs/doctext's marks), and its reason says so when the claim cites
+// another.
 package cite

@@ -34,7 +34,7 @@ type Entry struct {
 }
 
 var (
-	markerRE    = regexp.MustCompile(`\[\^?(\d{1,4}(?:\s*[,–-]\s*\^?\d{1,4})*)\]`)
+	markerRE    = regexp.MustCompile(`\[\^?(\d{1,4}(?:\s*[,–-]\s*\^?\d{1,4})*)(?:,?\s*(?:pp?\.|pages?|slides?|sheets?)\s*(\d{1,5})(?:\s*[–-]\s*\d{1,5})?)?\]`)
 	headingRE   = regexp.MustCompile(`^(#{1,6})\s+(.*)$`)
 	listRE      = regexp.MustCompile(`^\s*(?:[-*+]|\d{1,3}[.)])\s+`)
 	fenceRE     = regexp.MustCompile("^\\s*(```|~~~)")
@@ -261,6 +261,23 @@ func markersOf(text string) []int {
 			for n := a; n <= b; n++ {
 				add(n)
 			}
+		}
+	}
+	return out
+}
+
+// pagesOf maps the source numbers a text cites with a page ("[3, p. 7]",
+// "[2, slide 4]") to that page.
+func pagesOf(text string) map[int]int {
+	out := map[int]int{}
+	for _, m := range markerLocs(text) {
+		if m[4] < 0 {
+			continue
+		}
+		n, err1 := strconv.Atoi(strings.Trim(text[m[2]:m[3]], " ^"))
+		page, err2 := strconv.Atoi(text[m[4]:m[5]])
+		if err1 == nil && err2 == nil {
+			out[n] = page
 		}
 	}
 	return out

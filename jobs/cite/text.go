@@ -10,7 +10,7 @@ import (
 // abbreviations do not end a sentence (compared lower-cased, without
 // their final dot).
 var abbreviations = map[string]bool{"e.g": true, "i.e": true, "etc": true, "vs": true, "cf": true, "mr": true,
-	"mrs": true, "dr": true, "fig": true, "no": true, "approx": true, "resp": true, "st": true}
+	"mrs": true, "dr": true, "fig": true, "no": true, "approx": true, "resp": true, "st": true, "pp": true}
 
 // sentences cuts a one-line text into sentence spans. With markers, the
 // markers right after a sentence's end belong to it.

@@ -2,7 +2,11 @@ package cite
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/gbresearch/gb/jobs/doctext"
 )
 
 // maxAlternatives bounds how many more passages are tried when the best
@@ -36,13 +40,15 @@ func (ch *Checker) Check(report string) *Result {
 		k := kind(stripMarkup(c.Text))
 		for pi, pt := range claimParts(c.Text) {
 			f := features(stripMarkup(pt.text))
+			pages := pagesOf(pt.text)
 			for _, n := range pt.markers {
-				p := Pair{Claim: c.Index, Part: pi, Text: strings.TrimLeft(stripMarkup(pt.text), ",;: "), Marker: n}
+				p := Pair{Claim: c.Index, Part: pi, Text: strings.TrimLeft(stripMarkup(pt.text), ",;: "), Marker: n, Page: pages[n]}
 				switch {
 				case res.SourcesUnparsed:
 					p.Verdict, p.Reason = NoSources, "the report's sources could not be parsed"
 				default:
 					ch.judge(&p, byN, &f)
+					ch.placePassage(&p, byN)
 				}
 				if k != "" {
 					p.Verdict, p.Reason = k, ""
@@ -102,6 +108,58 @@ func (ch *Checker) judge(p *Pair, byN map[int]Entry, f *claimFeatures) {
 	}
 	p.Passages = passages(t, best, ws)
 	p.Passage = p.Passages[0]
+}
+
+// placePassage says which page of its source the pair's passage is on,
+// when the source has pages (doctext's marks), and says so in the reason
+// when the claim cites another page (more than one away: a passage may
+// run over a page's end).
+func (ch *Checker) placePassage(p *Pair, byN map[int]Entry) {
+	if p.Passage == "" {
+		return
+	}
+	src := ch.lib.find(byN[p.Marker])
+	if src == nil {
+		return
+	}
+	// The passage's longest piece between ellipses, found in the text.
+	piece := ""
+	for _, seg := range strings.Split(p.Passage, "…") {
+		if seg = strings.TrimSpace(seg); len(seg) > len(piece) {
+			piece = seg
+		}
+	}
+	words := strings.Fields(piece)
+	if len(words) > 8 {
+		words = words[:8]
+	}
+	for i, w := range words {
+		words[i] = regexp.QuoteMeta(w)
+	}
+	re, err := regexp.Compile(strings.Join(words, `\s+`))
+	if err != nil || len(words) == 0 {
+		return
+	}
+	for _, raw := range src.texts {
+		parts := doctext.PartsOf(raw)
+		if len(parts) == 0 {
+			continue
+		}
+		loc := re.FindStringIndex(raw)
+		if loc == nil {
+			continue
+		}
+		part, ok := doctext.PartAt(parts, utf8.RuneCountInString(raw[:loc[0]]))
+		if !ok {
+			return
+		}
+		p.PassagePage = part.Cite()
+		if p.Page > 0 && (part.Number < p.Page-1 || part.Number > p.Page+1) && (p.Verdict == Supported || p.Verdict == Weak) {
+			cited := doctext.Part{Kind: part.Kind, Number: p.Page}.Cite()
+			p.Reason = strings.TrimPrefix(p.Reason+"; ", "; ") + fmt.Sprintf("cites %s, but the passage is on %s", cited, part.Cite())
+		}
+		return
+	}
 }
 
 // consistent finds, among ranked windows, one as good as a supported

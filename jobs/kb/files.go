@@ -2,6 +2,10 @@ package kb
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/build"
@@ -12,48 +16,98 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gbresearch/gb/jobs/doctext"
 )
 
-// FromPaths reads documents from files and directories. A directory tree is
-// walked: each Go package in it becomes one document of its package
-// documentation (extracted with go/doc, see goDoc), and each .md or .txt
-// file one document of its text. Test packages, testdata and vendor trees
-// are skipped. The documents found under a directory have it, made
-// absolute, as their Root, so that loading the same directory again can
-// remove the documents whose files are gone (Sync).
+// FromPaths reads documents from files and directories (FromPathsWith
+// with no options); a file that could not be read as a document is left
+// out.
 func FromPaths(paths []string) ([]Document, error) {
+	docs, _, err := FromPathsWith(paths, ReadOptions{})
+	return docs, err
+}
+
+// ReadOptions are how FromPathsWith reads files.
+type ReadOptions struct {
+	// Doc is how documents are read (doctext's limits, its HTML reader).
+	Doc doctext.Options
+	// Known are the file hashes stored by source (FileHashes): a file of
+	// that hash is not read again, and comes back Unchanged.
+	Known map[string]string
+	// Progress, when set, is called after each file is read (or found
+	// unchanged, or skipped) with its path.
+	Progress func(path string)
+}
+
+// Skipped is a file FromPathsWith left out, and why.
+type Skipped struct {
+	Path string
+	Err  error
+}
+
+// FromPathsWith reads documents from files and directories. A directory
+// tree is walked: each Go package in it becomes one document of its
+// package documentation (extracted with go/doc, see goDoc), and each file
+// of a format jobs/doctext reads (.md, .txt, .pdf, .docx, .pptx, .xlsx,
+// .csv, .html, …) one document of its text, read with opt (its pages
+// marked in the text, doctext.PartsOf). Test packages, testdata and
+// vendor trees are skipped. A file that is malformed, past a limit or
+// without a text layer is Skipped, not an error. The documents found
+// under a directory have it, made absolute, as their Root, so that
+// loading the same directory again can remove the documents whose files
+// are gone (Sync).
+func FromPathsWith(paths []string, opt ReadOptions) ([]Document, []Skipped, error) {
 	var docs []Document
+	var skipped []Skipped
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, fmt.Errorf("error reading %s: %w", p, err)
+			return nil, nil, fmt.Errorf("error reading %s: %w", p, err)
 		}
 		if !info.IsDir() {
-			d, err := textFile(p)
+			d, err := docFile(p, opt)
+			var skip *skipError
+			if errors.As(err, &skip) {
+				skipped = append(skipped, Skipped{p, skip.err})
+				continue
+			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			docs = append(docs, d)
 			continue
 		}
-		found, err := walkDir(p)
+		found, skips, err := walkDir(p, opt)
+		skipped = append(skipped, skips...)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		root, err := filepath.Abs(p)
 		if err != nil {
-			return nil, fmt.Errorf("error reading %s: %w", p, err)
+			return nil, nil, fmt.Errorf("error reading %s: %w", p, err)
 		}
 		for i := range found {
 			found[i].Root = root
 		}
 		docs = append(docs, found...)
 	}
-	return docs, nil
+	return docs, skipped, nil
 }
 
-func walkDir(root string) ([]Document, error) {
+// walked are the extensions of the files a directory's walk reads (a
+// single file may be of any format doctext reads, JSON and XML too).
+var walked = map[string]bool{".md": true, ".markdown": true, ".txt": true, ".pdf": true, ".docx": true,
+	".pptx": true, ".xlsx": true, ".csv": true, ".html": true, ".htm": true}
+
+// skipError is a file that is not read as a document.
+type skipError struct{ err error }
+
+func (e *skipError) Error() string { return e.err.Error() }
+
+func walkDir(root string, opt ReadOptions) ([]Document, []Skipped, error) {
 	var docs []Document
+	var skipped []Skipped
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -77,27 +131,62 @@ func walkDir(root string) ([]Document, error) {
 			}
 			return nil
 		}
-		switch filepath.Ext(path) {
-		case ".md", ".txt":
-			doc, err := textFile(path)
-			if err != nil {
-				return err
-			}
-			docs = append(docs, doc)
+		if !walked[strings.ToLower(filepath.Ext(path))] || strings.HasPrefix(d.Name(), ".") {
+			return nil
 		}
+		doc, err := docFile(path, opt)
+		var skip *skipError
+		if errors.As(err, &skip) {
+			skipped = append(skipped, Skipped{path, skip.err})
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		docs = append(docs, doc)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("error walking %s: %w", root, err)
+		return nil, skipped, fmt.Errorf("error walking %s: %w", root, err)
 	}
-	return docs, nil
+	return docs, skipped, nil
 }
 
-func textFile(path string) (Document, error) {
+// docFile reads one file as a document: .md and .txt as they are, the
+// others through doctext. Its source is "file:" and its path; a file
+// whose hash is the one Known is not read.
+func docFile(path string, opt ReadOptions) (doc Document, err error) {
+	if opt.Progress != nil {
+		defer func() { opt.Progress(path) }()
+	}
+	source := "file:" + filepath.ToSlash(path)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Document{}, fmt.Errorf("error reading %s: %w", path, err)
 	}
+	sum := sha256.Sum256(b)
+	hash := hex.EncodeToString(sum[:])
+	if opt.Known[source] == hash {
+		return Document{Source: source, FileHash: hash, Unchanged: true}, nil
+	}
+	switch filepath.Ext(path) {
+	case ".md", ".txt":
+		d := textDocument(path, b)
+		d.FileHash = hash
+		return d, nil
+	}
+	d, err := doctext.Extract(context.Background(), b, "", path, opt.Doc)
+	if err != nil {
+		return Document{}, &skipError{err}
+	}
+	title := d.Title
+	if title == "" {
+		title = filepath.Base(path)
+	}
+	return Document{Source: source, Title: title, Body: d.Text, FileHash: hash}, nil
+}
+
+func textDocument(path string, b []byte) Document {
 	title := filepath.Base(path)
 	for _, line := range strings.SplitN(string(b), "\n", 5) {
 		if t := strings.TrimSpace(strings.TrimLeft(line, "# ")); t != "" {
@@ -105,7 +194,7 @@ func textFile(path string) (Document, error) {
 			break
 		}
 	}
-	return Document{Source: "file:" + filepath.ToSlash(path), Title: title, Body: string(b)}, nil
+	return Document{Source: "file:" + filepath.ToSlash(path), Title: title, Body: string(b)}
 }
 
 // goPackage extracts the documentation of the Go package in dir, if any,

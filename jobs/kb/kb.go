@@ -10,9 +10,12 @@
 // document hit its best passage (search.go); Find jumps to the passages
 // of a document that hold a phrase or name a symbol (find.go). Loading
 // (load.go) skips documents whose content did not change. Go packages
-// are rendered with go/doc and go/printer (godoc.go).
+// are rendered with go/doc and go/printer (godoc.go); PDFs, Office files
+// and the other documents of a folder are read by jobs/doctext, their
+// pages marked in the body, so that a passage is cited to its page
+// (PageSpan).
 //
-// It may import nothing of the project.
+// It may import jobs/doctext only.
 package kb
 
 import (
@@ -47,6 +50,12 @@ type Document struct {
 	// Passages are the document's passages when its maker knows them (a
 	// Go package's declarations); when nil, Load splits the body (Split).
 	Passages []Passage `json:"-"`
+	// FileHash is the hash of the bytes of the file the document was read
+	// from (FromPathsWith), kept to read only changed files next time.
+	FileHash string `json:"-"`
+	// Unchanged marks a document whose file has the hash stored
+	// (FromPathsWith with Known): it was not read, and Sync keeps it.
+	Unchanged bool `json:"-"`
 }
 
 // Hit is one search result: a document and its best passage.

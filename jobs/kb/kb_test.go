@@ -193,3 +193,21 @@ func TestCheckQuery(t *testing.T) {
 		}
 	}
 }
+
+// FromPathsWith does not read a file whose hash is known: it comes back
+// Unchanged, without its text.
+func TestFromPathsSkipsKnownFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.csv")
+	if err := os.WriteFile(path, []byte("a,b\n1,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	docs, _, err := kb.FromPathsWith([]string{dir}, kb.ReadOptions{})
+	if err != nil || len(docs) != 1 || docs[0].FileHash == "" || docs[0].Body != "a | b\n1 | 2\n" {
+		t.Fatalf("%v %+v", err, docs)
+	}
+	again, _, err := kb.FromPathsWith([]string{dir}, kb.ReadOptions{Known: map[string]string{docs[0].Source: docs[0].FileHash}})
+	if err != nil || len(again) != 1 || !again[0].Unchanged || again[0].Body != "" {
+		t.Errorf("with the hash known: %v %+v", err, again)
+	}
+}

@@ -57,6 +57,10 @@ func Sync(ctx context.Context, db DB, dataset string, docs []Document) (LoadStat
 		if d.Root != "" {
 			roots[d.Root] = append(roots[d.Root], d.Source)
 		}
+		if d.Unchanged {
+			s.Unchanged++
+			continue
+		}
 		wrote, err := loadOne(ctx, db, dataset, d)
 		if err != nil {
 			return s, err
@@ -117,15 +121,20 @@ func loadOne(ctx context.Context, db DB, dataset string, d Document) (bool, erro
 		return false, fmt.Errorf("error reading %s: %w", d.Source, err)
 	}
 	if have != nil && *have == st.hash {
+		if d.FileHash != "" {
+			_, err := db.Exec(ctx, "UPDATE gb_kb_documents SET file_hash = $3 WHERE dataset = $1 AND source = $2", dataset, d.Source, d.FileHash)
+			return false, err
+		}
 		return false, nil
 	}
 	err = inTx(ctx, db, func(tx DB) error {
 		var id int64
-		err := tx.QueryRow(ctx, `INSERT INTO gb_kb_documents (dataset, source, title, body, content_hash, root)
-			VALUES ($1, $2, $3, $4, $5, nullif($6, ''))
+		err := tx.QueryRow(ctx, `INSERT INTO gb_kb_documents (dataset, source, title, body, content_hash, root, file_hash)
+			VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''))
 			ON CONFLICT (dataset, source) DO UPDATE
-			SET title = excluded.title, body = excluded.body, content_hash = excluded.content_hash, root = excluded.root
-			RETURNING id`, dataset, d.Source, d.Title, st.body, st.hash, d.Root).Scan(&id)
+			SET title = excluded.title, body = excluded.body, content_hash = excluded.content_hash, root = excluded.root,
+			    file_hash = excluded.file_hash
+			RETURNING id`, dataset, d.Source, d.Title, st.body, st.hash, d.Root, d.FileHash).Scan(&id)
 		if err != nil {
 			return err
 		}
@@ -218,4 +227,24 @@ func inTx(ctx context.Context, db DB, fn func(DB) error) error {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// FileHashes are the file hashes of a dataset's documents by source, for
+// FromPathsWith's Known: loading a folder again reads only the files
+// whose bytes changed.
+func FileHashes(ctx context.Context, db DB, dataset string) (map[string]string, error) {
+	rows, err := db.Query(ctx, "SELECT source, file_hash FROM gb_kb_documents WHERE dataset = $1 AND file_hash IS NOT NULL", dataset)
+	if err != nil {
+		return nil, fmt.Errorf("error reading the files of dataset %q: %w", dataset, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var src, h string
+		if err := rows.Scan(&src, &h); err != nil {
+			return nil, fmt.Errorf("error reading the files of dataset %q: %w", dataset, err)
+		}
+		out[src] = h
+	}
+	return out, rows.Err()
 }

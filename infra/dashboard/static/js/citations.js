@@ -7,7 +7,8 @@
 import { api } from './api.js';
 import { h } from './dom.js';
 
-const markerRE = /\[(\d{1,4}(?:\s*,\s*\d{1,4})*)\]/g;
+// A marker may name a page of its source: [3, p. 7], [2, slide 4].
+const markerRE = /\[(\d{1,4}(?:\s*,\s*\d{1,4})*)((?:,?\s*(?:pp?\.|pages?|slides?|sheets?)\s*\d{1,5}(?:\s*[–-]\s*\d{1,5})?)?)\]/g;
 const sourcesRE = /^\W*(sources|references)\W*$/i;
 const decorated = new WeakMap(); // report element -> the key it was decorated for
 
@@ -127,7 +128,7 @@ function replaceMarkers(node, find) {
         if (i) out.push(', ');
         out.push(rows[i] ? mark(String(n), rows[i]) : String(n));
       });
-      out.push(']');
+      out.push((m[2] || '') + ']');
     }
     last = m.index + m[0].length;
   }
@@ -166,6 +167,8 @@ function note(row) {
   return h('span', { class: 'cite-note cite-' + row.verdict, 'data-claim': row.claim, 'data-marker': row.marker },
     h('strong', {}, row.verdict + (row.score ? ' (' + Math.round(row.score * 100) + '% of the claim\'s words)' : '')),
     row.ref ? h('span', { class: 'cite-ref' }, ' · [' + row.marker + '] ' + row.ref) : null,
+    row.page ? h('span', { class: 'cite-page' }, ' · cites p. ' + row.page) : null,
+    row.passage_page ? h('span', { class: 'cite-page' }, ' · passage on ' + row.passage_page) : null,
     row.reason ? h('span', { class: 'cite-reason' }, ' · ' + row.reason) : null,
     row.passage ? h('q', { class: 'cite-passage' }, row.passage) : null);
 }
