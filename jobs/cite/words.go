@@ -26,15 +26,6 @@ func stem(w string) string {
 	return english.Stem(w, false)
 }
 
-func hasAnySuffix(w string, suffixes ...string) bool {
-	for _, s := range suffixes {
-		if strings.HasSuffix(w, s) {
-			return true
-		}
-	}
-	return false
-}
-
 // wordSet builds a set from a list of words separated by spaces.
 func wordSet(list string) map[string]bool {
 	m := map[string]bool{}
