@@ -129,31 +129,24 @@ var DefaultLimits = Limits{
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.MaxBytes > 0 {
-		d.MaxBytes = l.MaxBytes
+	return Limits{
+		MaxBytes:    positiveOr(l.MaxBytes, d.MaxBytes),
+		MaxPages:    positiveOr(l.MaxPages, d.MaxPages),
+		MaxChars:    positiveOr(l.MaxChars, d.MaxChars),
+		MaxEntries:  positiveOr(l.MaxEntries, d.MaxEntries),
+		MaxInflated: positiveOr(l.MaxInflated, d.MaxInflated),
+		MaxDepth:    positiveOr(l.MaxDepth, d.MaxDepth),
+		MaxRows:     positiveOr(l.MaxRows, d.MaxRows),
+		Timeout:     positiveOr(l.Timeout, d.Timeout),
 	}
-	if l.MaxPages > 0 {
-		d.MaxPages = l.MaxPages
+}
+
+// positiveOr is v when it is above zero, else its default.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
 	}
-	if l.MaxChars > 0 {
-		d.MaxChars = l.MaxChars
-	}
-	if l.MaxEntries > 0 {
-		d.MaxEntries = l.MaxEntries
-	}
-	if l.MaxInflated > 0 {
-		d.MaxInflated = l.MaxInflated
-	}
-	if l.MaxDepth > 0 {
-		d.MaxDepth = l.MaxDepth
-	}
-	if l.MaxRows > 0 {
-		d.MaxRows = l.MaxRows
-	}
-	if l.Timeout > 0 {
-		d.Timeout = l.Timeout
-	}
-	return d
+	return def
 }
 
 // LimitError says which limit a document passed.
