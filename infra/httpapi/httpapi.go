@@ -6,8 +6,9 @@
 // 405s and redirects. While the database is unreachable the API answers 503
 // with a Retry-After header.
 //
-// It may import jobs and its subpackages, and infra/dashboard (the web
-// dashboard it serves under /ui/); it knows nothing of Lambda.
+// It may import jobs and its subpackages, infra/dashboard (the web
+// dashboard it serves under /ui/), and infra/db (the schema's version,
+// for GET /readyz); it knows nothing of Lambda.
 package httpapi
 
 import (
