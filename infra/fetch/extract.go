@@ -73,11 +73,7 @@ func Extract(body []byte, ctype string, pageURL *url.URL) (title, text string, e
 // ExtractPage is Extract with what is known of the text: the page's own
 // length, the headings, and where its elements' ids fall (Locate).
 func ExtractPage(body []byte, ctype string, pageURL *url.URL) (Extraction, error) {
-	p := ""
-	if pageURL != nil {
-		p = pageURL.Path
-	}
-	mediaType, kind := contentType(ctype, body, p)
+	mediaType, kind := contentType(ctype, body, urlPath(pageURL))
 	if kind == "" {
 		return Extraction{}, fmt.Errorf("content type %q is not one fetch reads (%s)", mediaType, readableTypes)
 	}
@@ -92,15 +88,19 @@ func extractKind(ctx context.Context, body []byte, kind, contentType string, pag
 	case kindHTML, kindText, doctext.FormatMarkdown:
 		return extract(body, kind, contentType, pageURL), nil
 	}
-	name := ""
-	if pageURL != nil {
-		name = pageURL.Path
-	}
-	d, err := doctext.Extract(ctx, body, contentType, name, doctext.Options{Limits: doctext.Limits{MaxBytes: int64(len(body)) + 1}})
+	d, err := doctext.Extract(ctx, body, contentType, urlPath(pageURL), doctext.Options{Limits: doctext.Limits{MaxBytes: int64(len(body)) + 1}})
 	if err != nil {
 		return Extraction{}, err
 	}
 	return Extraction{Title: d.Title, Text: d.Text, PageChars: utf8.RuneCountInString(d.Text), Method: MethodDocument, Format: d.Format}, nil
+}
+
+// urlPath is u's path, or "" without a URL.
+func urlPath(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return u.Path
 }
 
 // HTML reads an HTML body as fetch does, for doctext.Options.HTML: the

@@ -108,6 +108,9 @@ func New(cfg Config) *Fetcher {
 		maxBytes:    cmp.Or(cfg.MaxBytes, MaxBytesDefault),
 		maxDocBytes: max(cmp.Or(cfg.MaxDocBytes, MaxDocBytesDefault), cmp.Or(cfg.MaxBytes, MaxBytesDefault)),
 		agent:       cmp.Or(cfg.UserAgent, UserAgentDefault),
+		arxivBase:   strings.TrimSuffix(cmp.Or(cfg.ArxivBase, ArxivBaseDefault), "/"),
+		ghAPI:       strings.TrimSuffix(cmp.Or(cfg.GitHubAPIBase, GitHubAPIBaseDefault), "/"),
+		ghRaw:       strings.TrimSuffix(cmp.Or(cfg.GitHubRawBase, GitHubRawBaseDefault), "/"),
 	}
 }
 

@@ -65,3 +65,16 @@ func TestNamedPapersAndCode(t *testing.T) {
 		}
 	}
 }
+
+// TestNamedSourcesDefaultToTheRealHosts: a Fetcher made by New reads
+// papers and code from arXiv and GitHub unless its Config says otherwise.
+func TestNamedSourcesDefaultToTheRealHosts(t *testing.T) {
+	f := New(Config{Logger: quietLogger()})
+	if f.arxivBase != ArxivBaseDefault || f.ghAPI != GitHubAPIBaseDefault || f.ghRaw != GitHubRawBaseDefault {
+		t.Errorf("bases %q %q %q, want the defaults", f.arxivBase, f.ghAPI, f.ghRaw)
+	}
+	f = New(Config{Logger: quietLogger(), ArxivBase: "http://papers.example/", GitHubAPIBase: "http://api.example", GitHubRawBase: "http://raw.example/"})
+	if f.arxivBase != "http://papers.example" || f.ghAPI != "http://api.example" || f.ghRaw != "http://raw.example" {
+		t.Errorf("bases %q %q %q, want Config's without a final /", f.arxivBase, f.ghAPI, f.ghRaw)
+	}
+}
