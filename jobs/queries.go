@@ -123,21 +123,7 @@ func runJobSQL(j, id string) string {
 		StepKind + "', '" + TimeoutKind + "', '" + MessageWakeKind + "')"
 }
 
-// The statements that insert a run; each returns the new run's
-// runColumns.
-
-// insertRootSQL inserts a root research, queued. Its root_id is left out:
-// the gb_runs_root_default trigger sets it to the new id, so this
-// statement calls no sequence function (which would pin an RDS Proxy
-// session). A budget, schedule key or webhook given as zero or empty is
-// stored as NULL.
-const insertRootSQL = `INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
-		max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url, interactive, answer_timeout_s,
-		approve_plan, citations_mode)
-	VALUES (@user, @topic, @model, @dataset, @max_steps, nullif(@max_cost_usd::float8, 0),
-		nullif(@max_tokens::bigint, 0), nullif(@schedule_key, ''), @max_subagents, nullif(@webhook_url, ''),
-		@interactive, @answer_timeout_s, @approve_plan, @citations_mode)
-	RETURNING ` + runColumns
+// The statements that insert a run return the new run's runColumns.
 
 // runByScheduleKeySQL reads the research a schedule key already started.
 const runByScheduleKeySQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE schedule_key = $1"

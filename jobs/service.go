@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/gbresearch/gb/jobs/kb"
 )
 
 // Limits of a research a user starts.
@@ -148,72 +146,23 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 		return nil, false, err
 	}
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		var userLimit *int
-		var userWebhook *string
-		// Lock the user, so that the user's starts count working researches one
-		// at a time, and read the user's sub-agent bound and webhook.
-		if err := tx.QueryRow(ctx, "SELECT max_subagents, webhook_url FROM gb_users WHERE id = $1 FOR NO KEY UPDATE",
-			p.UserID).Scan(&userLimit, &userWebhook); err != nil {
-			return fmt.Errorf("error locking user: %w", err)
-		}
-		if p.ScheduleKey != "" {
-			existing, err := oneRun(tx.Query(ctx, runByScheduleKeySQL, p.ScheduleKey))
-			if err == nil {
-				run = existing
-				return nil
-			}
-			if !errors.Is(err, ErrNotFound) {
-				return err
-			}
-		}
-		ok, err := kb.DatasetExists(ctx, tx, p.Dataset)
-		if err != nil {
+		run, created = nil, false
+		c, err := startChecks(ctx, tx, p)
+		if err != nil || c.existing != nil {
+			run = c.existing
 			return err
 		}
-		if !ok {
-			names, _ := kb.Datasets(ctx, tx)
-			return &FieldError{"dataset", fmt.Sprintf("unknown dataset %q; available: %s", p.Dataset, strings.Join(names, ", "))}
-		}
-		if err := checkNotesFromOwned(ctx, tx, p.UserID, p.NotesFrom); err != nil {
+		if err := c.check(ctx, tx, p); err != nil {
 			return err
 		}
-		var working int
-		// The user's researches still going (MaxWorkingPerUser).
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM gb_agent_research_runs
-			WHERE user_id = $1 AND parent_id IS NULL AND status IN ('queued', 'working', 'waiting')`, p.UserID).Scan(&working); err != nil {
-			return fmt.Errorf("error counting working researches: %w", err)
+		if p.WebhookURL == "" && c.userWebhook != nil {
+			p.WebhookURL = *c.userWebhook
 		}
-		if working >= MaxWorkingPerUser {
-			return ErrTooManyWorking
-		}
-		// root_id is left out: the gb_runs_root_default trigger sets it to
-		// the new id, so this statement calls no sequence function (which
-		// would pin an RDS Proxy session).
-		if p.WebhookURL == "" && userWebhook != nil {
-			p.WebhookURL = *userWebhook
-		}
-		run, err = oneRun(tx.Query(ctx, insertRootSQL, pgx.NamedArgs{
-			"user": p.UserID, "topic": p.Topic, "model": a.model.Name(), "dataset": p.Dataset,
-			"max_steps": p.MaxSteps, "max_cost_usd": p.MaxCostUSD, "max_tokens": p.MaxTokens,
-			"schedule_key": p.ScheduleKey, "max_subagents": a.subagentLimit(userLimit), "webhook_url": p.WebhookURL,
-			"interactive": p.Interactive, "answer_timeout_s": cmp.Or(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds),
-			"approve_plan": p.ApprovePlan, "citations_mode": a.citationsModeFor(p.Citations)}))
+		run, err = a.insertRoot(ctx, tx, p, a.subagentLimit(c.userLimit))
 		if err != nil {
-			return fmt.Errorf("error inserting research: %w", err)
+			return err
 		}
 		created = true
-		if err := kb.ReadNotesFrom(ctx, tx, run.ID, p.NotesFrom); err != nil {
-			return err
-		}
-		if err := addState(ctx, tx, run.ID, StateQueued, 0); err != nil {
-			return err
-		}
-		if err := addEvent(ctx, tx, run, EventQueued, map[string]any{"topic": oneLine(run.Topic, 200)}); err != nil {
-			return err
-		}
-		if err := a.traceRun(ctx, tx, run); err != nil {
-			return err
-		}
 		return a.enqueueStep(ctx, tx, run, 1)
 	})
 	if err != nil {

@@ -40,16 +40,25 @@ func (a *Agent) traceRun(ctx context.Context, tx pgx.Tx, run *Run) error {
 	if !a.tel.tracing() {
 		return nil
 	}
-	self, parent := tracectx.Run(trace.SpanContextFromContext(ctx))
-	parentID := ""
-	if parent.IsValid() {
-		parentID = parent.String()
-	}
+	self, parentID := a.runTrace(ctx)
 	if _, err := tx.Exec(ctx, `UPDATE gb_agent_research_runs SET traceparent = $2, trace_parent_id = $3 WHERE id = $1`,
-		run.ID, tracectx.Format(self), parentID); err != nil {
+		run.ID, self, parentID); err != nil {
 		return fmt.Errorf("error recording the trace context of run %d: %w", run.ID, err)
 	}
 	return nil
+}
+
+// runTrace is the trace context a run started in ctx records: its own
+// traceparent and the span it hangs from; empty when tracing is off.
+func (a *Agent) runTrace(ctx context.Context) (traceparent, parentID string) {
+	if !a.tel.tracing() {
+		return "", ""
+	}
+	self, parent := tracectx.Run(trace.SpanContextFromContext(ctx))
+	if parent.IsValid() {
+		parentID = parent.String()
+	}
+	return tracectx.Format(self), parentID
 }
 
 // jobMetadata is the metadata of a job inserted with ctx: the traceparent

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,7 @@ import (
 func benchCmd() *cobra.Command {
 	var o bench.Options
 	var verbose bool
+	var cpuProfile string
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure agent steps, pickups, spawns and message wakes on DATABASE_URL beside River and LISTEN/NOTIFY",
@@ -69,7 +71,14 @@ its own, and deletes them when it ends, so it may run beside live workers.`,
 			}
 			o.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "gb bench: %s\n", printable(s)) }
+			stop, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
 			r, err := bench.Run(cmd.Context(), o)
+			if perr := stop(); err == nil && perr != nil {
+				return perr
+			}
 			if err != nil {
 				return err
 			}
@@ -89,6 +98,30 @@ its own, and deletes them when it ends, so it may run beside live workers.`,
 	f.DurationVar(&o.Slice, "slice", 0, "how long a job makes its run's steps in a row (default 30s; -1ns: a job per step)")
 	f.IntVar(&o.PostgresPID, "pgpid", 0, "PID of the local postmaster (default: found from a backend's parent)")
 	f.BoolVar(&verbose, "verbose", false, "also print the statements of each phase, with whose they are")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write this process's CPU profile of the whole bench to this file (go tool pprof reads it)")
 	c.AddCommand(benchProviderCmd(), benchOutageCmd())
 	return c
+}
+
+// startCPUProfile starts a CPU profile written to path, when path is not
+// empty, and returns what stops it and closes the file.
+func startCPUProfile(path string) (func() error, error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("error creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("error starting the CPU profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("error writing the CPU profile: %w", err)
+		}
+		return nil
+	}, nil
 }

@@ -1,0 +1,139 @@
+package jobs
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/gbresearch/gb/jobs/kb"
+)
+
+// A root research starts in one transaction of four round trips: the
+// user locked and the start's limits read (one batch), the run inserted
+// with its first state, its first event and the trees whose notes it
+// reads (one statement, insertRootSQL), its first step job inserted, and
+// the commit.
+
+// lockUserSQL locks the user, so that the user's starts count working
+// researches one at a time, and reads the user's sub-agent bound and
+// webhook.
+const lockUserSQL = "SELECT max_subagents, webhook_url FROM gb_users WHERE id = $1 FOR NO KEY UPDATE"
+
+// startLimitsSQL reads, once the user is locked (a statement after the
+// lock sees every start the lock waited for), whether the dataset exists
+// and how many of the user's researches are still going.
+const startLimitsSQL = `SELECT EXISTS (SELECT 1 FROM gb_kb_datasets WHERE name = $2),
+	(SELECT count(*) FROM gb_agent_research_runs
+	 WHERE user_id = $1 AND parent_id IS NULL AND status IN ('queued', 'working', 'waiting'))`
+
+// started is what a start read before it inserts the run.
+type started struct {
+	userLimit   *int
+	userWebhook *string
+	dataset     bool
+	working     int
+	existing    *Run // the run the schedule key started already
+}
+
+// startChecks locks the user and reads what the start is checked
+// against, in one round trip, in tx.
+func startChecks(ctx context.Context, tx pgx.Tx, p StartParams) (*started, error) {
+	c := &started{}
+	b := &pgx.Batch{}
+	b.Queue(lockUserSQL, p.UserID).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&c.userLimit, &c.userWebhook); err != nil {
+			return fmt.Errorf("error locking user: %w", err)
+		}
+		return nil
+	})
+	if p.ScheduleKey != "" {
+		b.Queue(runByScheduleKeySQL, p.ScheduleKey).Query(func(rows pgx.Rows) error {
+			run, err := oneRun(rows, nil)
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			c.existing = run
+			return err
+		})
+	}
+	b.Queue(startLimitsSQL, p.UserID, p.Dataset).QueryRow(func(row pgx.Row) error {
+		if err := row.Scan(&c.dataset, &c.working); err != nil {
+			return fmt.Errorf("error reading the limits of a start: %w", err)
+		}
+		return nil
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// check refuses a start its limits do not allow: an unknown dataset, a
+// notes_from the user does not own, or too many researches going.
+func (c *started) check(ctx context.Context, tx pgx.Tx, p StartParams) error {
+	if !c.dataset {
+		names, _ := kb.Datasets(ctx, tx)
+		return &FieldError{"dataset", fmt.Sprintf("unknown dataset %q; available: %s", p.Dataset, strings.Join(names, ", "))}
+	}
+	if err := checkNotesFromOwned(ctx, tx, p.UserID, p.NotesFrom); err != nil {
+		return err
+	}
+	if c.working >= MaxWorkingPerUser {
+		return ErrTooManyWorking
+	}
+	return nil
+}
+
+// insertRootSQL inserts a root research, queued, with its first state,
+// its first event and the trees whose notes it reads. Its root_id is left
+// out: the gb_runs_root_default trigger sets it to the new id, so this
+// statement calls no sequence function (which would pin an RDS Proxy
+// session). A budget, schedule key, webhook or trace context given as
+// zero or empty is stored as NULL.
+const insertRootSQL = `WITH run AS (
+		INSERT INTO gb_agent_research_runs (user_id, topic, model, dataset, max_steps,
+			max_cost_usd, max_tokens, schedule_key, max_subagents, webhook_url, interactive, answer_timeout_s,
+			approve_plan, citations_mode, traceparent, trace_parent_id)
+		VALUES (@user, @topic, @model, @dataset, @max_steps, nullif(@max_cost_usd::float8, 0),
+			nullif(@max_tokens::bigint, 0), nullif(@schedule_key, ''), @max_subagents, nullif(@webhook_url, ''),
+			@interactive, @answer_timeout_s, @approve_plan, @citations_mode, nullif(@traceparent, ''),
+			nullif(@trace_parent_id, ''))
+		RETURNING *),
+	notes AS (
+		INSERT INTO gb_kb_notes_from (tree_id, from_tree_id)
+		SELECT run.id, f FROM run, unnest(@notes_from::bigint[]) f WHERE f <> run.id ON CONFLICT DO NOTHING),
+	state AS (
+		INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, '` + StateQueued + `', 0 FROM run),
+	event AS (
+		INSERT INTO gb_agent_research_events (root_id, run_id, parent_id, kind, data)
+		SELECT root_id, id, parent_id, '` + EventQueued + `', @event::jsonb FROM run)
+	SELECT ` + runColumns + ` FROM run`
+
+// insertRoot inserts the root research p starts (insertRootSQL), in tx.
+func (a *Agent) insertRoot(ctx context.Context, tx pgx.Tx, p StartParams, maxSubagents int) (*Run, error) {
+	event, err := json.Marshal(map[string]any{"topic": oneLine(p.Topic, 200)})
+	if err != nil {
+		return nil, fmt.Errorf("error encoding event: %w", err)
+	}
+	traceparent, traceParentID := a.runTrace(ctx)
+	notesFrom := p.NotesFrom
+	if notesFrom == nil {
+		notesFrom = []int64{}
+	}
+	run, err := oneRun(tx.Query(ctx, insertRootSQL, pgx.NamedArgs{
+		"user": p.UserID, "topic": p.Topic, "model": a.model.Name(), "dataset": p.Dataset,
+		"max_steps": p.MaxSteps, "max_cost_usd": p.MaxCostUSD, "max_tokens": p.MaxTokens,
+		"schedule_key": p.ScheduleKey, "max_subagents": maxSubagents, "webhook_url": p.WebhookURL,
+		"interactive": p.Interactive, "answer_timeout_s": cmp.Or(p.AnswerTimeoutSeconds, DefaultAnswerTimeoutSeconds),
+		"approve_plan": p.ApprovePlan, "citations_mode": a.citationsModeFor(p.Citations),
+		"traceparent": traceparent, "trace_parent_id": traceParentID, "notes_from": notesFrom, "event": string(event)}))
+	if err != nil {
+		return nil, fmt.Errorf("error inserting research: %w", err)
+	}
+	return run, nil
+}
