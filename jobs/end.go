@@ -47,20 +47,22 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 		WHERE id = $1`, run.ID, status, state, report, errText)
 	b.Queue(addStateSQL, stateArgs(run.ID, state, run.Steps))
 	b.Queue(addEventSQL, ev...)
+	// A root's webhook is inserted with its end, once (webhook_enqueue.go).
+	hook := queueEndWebhook(b, run, status, errText)
+	jobs := queueRunJobs(b, []string{StepKind, TimeoutKind, MessageWakeKind}, []int64{run.ID}, self)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error ending run %d: %w", run.ID, err)
+	}
+	if err := a.insertWebhookJob(ctx, tx, hook); err != nil {
+		return err
+	}
+	if err := a.cancelJobIDs(ctx, tx, *jobs); err != nil {
+		return err
 	}
 	if err := a.endRunSpans(ctx, tx, []*Run{run}, status, errText); err != nil {
 		return err
 	}
-	// A root's webhook is inserted with its end, once (webhook_enqueue.go).
-	if err := a.enqueueEndWebhook(ctx, tx, run, status, errText); err != nil {
-		return err
-	}
 	if err := a.closeInbox(ctx, tx, run.ID); err != nil {
-		return err
-	}
-	if err := a.cancelJobs(ctx, tx, []int64{run.ID}, self); err != nil {
 		return err
 	}
 	run.Status = status
@@ -124,17 +126,35 @@ func (a *Agent) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, self 
 // the job self. It finds them through the index on their run (runJobSQL),
 // since it runs under the tree's lock.
 func (a *Agent) cancelJobsOf(ctx context.Context, tx pgx.Tx, kinds []string, runIDs []int64, self int64) error {
-	rows, err := tx.Query(ctx, `SELECT j.id FROM unnest($2::bigint[]) AS r(id)
+	b := &pgx.Batch{}
+	ids := queueRunJobs(b, kinds, runIDs, self)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	return a.cancelJobIDs(ctx, tx, *ids)
+}
+
+// queueRunJobs queues in b the search for the unfinished jobs of the given
+// kinds of runs but the job self, through the index on their run
+// (runJobSQL); their ids are there once b is sent.
+func queueRunJobs(b *pgx.Batch, kinds []string, runIDs []int64, self int64) *[]int64 {
+	ids := new([]int64)
+	b.Queue(`SELECT j.id FROM unnest($2::bigint[]) AS r(id)
 		CROSS JOIN LATERAL (SELECT j.id FROM river_job j
 			WHERE `+runJobSQL("j", "r.id")+` AND j.kind = ANY($1) AND j.finalized_at IS NULL AND j.id <> $3) j`,
-		kinds, runIDs, self)
-	if err != nil {
-		return fmt.Errorf("error finding jobs to cancel: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return fmt.Errorf("error finding jobs to cancel: %w", err)
-	}
+		kinds, runIDs, self).Query(func(rows pgx.Rows) error {
+		found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("error finding jobs to cancel: %w", err)
+		}
+		*ids = found
+		return nil
+	})
+	return ids
+}
+
+// cancelJobIDs cancels the jobs ids in tx.
+func (a *Agent) cancelJobIDs(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	for _, id := range ids {
 		if _, err := a.river.JobCancelTx(ctx, tx, id); err != nil {
 			return fmt.Errorf("error cancelling job %d: %w", id, err)

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-
 )
 
 // Limits of a research a user starts.
