@@ -73,12 +73,12 @@ type citeOutcome struct {
 // verdicts and the counts, and says what to record as the report, or
 // that the root revises it first (the revision note is then appended to
 // the step that wrote it, so that the next step sees it).
-func (a *Agent) citeReport(ctx context.Context, tx pgx.Tx, run *Run, step int, report string) (citeOutcome, error) {
+func (a *Agent) citeReport(ctx context.Context, tx pgx.Tx, run *Run, step int, report string, end *ending) (citeOutcome, error) {
 	mode, err := treeCitationsMode(ctx, tx, run)
 	if err != nil || mode == CitationsOff || strings.TrimSpace(report) == "" {
 		return citeOutcome{report: report}, err
 	}
-	docs, err := treeDocuments(ctx, tx, run.RootID)
+	docs, err := end.documents(ctx, tx, run.RootID)
 	if err != nil {
 		return citeOutcome{}, err
 	}
@@ -90,15 +90,24 @@ func (a *Agent) citeReport(ctx context.Context, tx pgx.Tx, run *Run, step int, r
 	}
 	var note, skipped string
 	if mode == CitationsRevise && run.IsRoot() && round == 0 && needsRevision(res) {
+		// The revision reads what the step's record writes.
+		if err := end.flush(ctx, tx); err != nil {
+			return citeOutcome{}, err
+		}
 		if note, skipped, err = a.planRevision(ctx, tx, run, res); err != nil {
 			return citeOutcome{}, err
 		}
 	}
 	revise := note != "" && skipped == ""
-	if err := saveCitations(ctx, tx, run, round, res, revise, judgedBy); err != nil {
+	// The verdicts go with the run's end, or now when the run goes on.
+	if err := saveCitations(ctx, tx, run, round, res, revise, judgedBy, end); err != nil {
 		return citeOutcome{}, err
 	}
 	if skipped != "" {
+		// Its event comes after the step's own.
+		if err := end.flush(ctx, tx); err != nil {
+			return citeOutcome{}, err
+		}
 		if err := recordRevisionSkipped(ctx, tx, run, step, skipped); err != nil {
 			return citeOutcome{}, err
 		}
@@ -137,14 +146,14 @@ func treeCitationsMode(ctx context.Context, db DB, run *Run) (string, error) {
 // saveCitations records the verdicts of one round and the run's counts;
 // with revise, the counts are those before the revision.
 func saveCitations(ctx context.Context, tx pgx.Tx, run *Run, round int, res *cite.Result, revise bool,
-	judgedBy map[[2]int]string) error {
+	judgedBy map[[2]int]string, end *ending) error {
 	rows := citationRows(res)
 	for i, r := range rows {
 		if by, ok := judgedBy[[2]int{r.Claim, r.Marker}]; ok {
 			rows[i].JudgedBy = by
 		}
 	}
-	b := &pgx.Batch{}
+	b := end.batch()
 	// A round's verdicts replace those of that round and of any later one.
 	b.Queue(`DELETE FROM gb_citations WHERE run_id = $1 AND round >= $2`, run.ID, round)
 	for _, r := range rows {
@@ -165,9 +174,13 @@ func saveCitations(ctx context.Context, tx pgx.Tx, run *Run, round int, res *cit
 		b.Queue(`UPDATE gb_agent_research_runs SET citations = $2 WHERE id = $1`, run.ID, counts)
 		run.Citations = &counts
 	}
+	if end != nil && !revise {
+		return nil // sent with the run's end
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error recording the citations of run %d: %w", run.ID, err)
 	}
+	end.sent()
 	return nil
 }
 
@@ -262,7 +275,7 @@ func (a *Agent) keepDraft(ctx context.Context, tx pgx.Tx, run *Run, why string) 
 		return "", false, err
 	}
 	res := cite.Check(draft, docs)
-	if err := saveCitations(ctx, tx, run, 1, res, false, nil); err != nil {
+	if err := saveCitations(ctx, tx, run, 1, res, false, nil, nil); err != nil {
 		return "", false, err
 	}
 	if err := recordRevisionSkipped(ctx, tx, run, run.Steps, "the revision could not be made: "+why); err != nil {

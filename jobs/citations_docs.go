@@ -16,14 +16,27 @@ import (
 // but a search result counts as read. One indexed query: it runs in the
 // transaction that records a report, under the tree's lock.
 func treeDocuments(ctx context.Context, db DB, rootID int64) ([]cite.Document, error) {
-	// By the tree's runs, so that both lookups use an index (gb_runs_root_idx, gb_sources_run_idx).
-	rows, err := db.Query(ctx, `SELECT s.kind, s.url, s.requested_url, s.title, s.body
-		FROM gb_agent_research_runs r JOIN gb_sources s ON s.run_id = r.id
-		WHERE r.root_id = $1 ORDER BY s.id`, rootID)
+	rows, err := db.Query(ctx, treeDocumentsSQL, rootID)
 	if err != nil {
 		return nil, fmt.Errorf("error reading the sources of tree %d: %w", rootID, err)
 	}
-	docs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (cite.Document, error) {
+	docs, err := scanDocuments(rows)
+	if err != nil {
+		return nil, fmt.Errorf("error reading the sources of tree %d: %w", rootID, err)
+	}
+	return docs, nil
+}
+
+// treeDocumentsSQL reads the sources of a tree ($1, its root) by the
+// tree's runs, so that both lookups use an index (gb_runs_root_idx,
+// gb_sources_run_idx).
+const treeDocumentsSQL = `SELECT s.kind, s.url, s.requested_url, s.title, s.body
+	FROM gb_agent_research_runs r JOIN gb_sources s ON s.run_id = r.id
+	WHERE r.root_id = $1 ORDER BY s.id`
+
+// scanDocuments reads the rows of treeDocumentsSQL.
+func scanDocuments(rows pgx.Rows) ([]cite.Document, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (cite.Document, error) {
 		var kind, u, requested, title string
 		var body *string
 		if err := r.Scan(&kind, &u, &requested, &title, &body); err != nil {
@@ -35,8 +48,4 @@ func treeDocuments(ctx context.Context, db DB, rootID int64) ([]cite.Document, e
 		}
 		return d, nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("error reading the sources of tree %d: %w", rootID, err)
-	}
-	return docs, nil
 }

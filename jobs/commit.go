@@ -157,7 +157,7 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 	var next *nextCall
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		more, next = false, nil
-		run, err := a.lockTree(ctx, tx, t.run)
+		run, end, err := a.lockStep(ctx, tx, c)
 		if err != nil {
 			return err
 		}
@@ -190,16 +190,23 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 			return err
 		}
 		var recorded bool
-		var notified int64
-		if err := tx.QueryRow(ctx, recordStepSQL, rec.args).Scan(&recorded, &notified); err != nil {
-			return fmt.Errorf("error recording step %d of run %d: %w", step, run.ID, err)
+		if then != succeeded {
+			end = nil // what comes next reads the record
 		}
-		if !recorded {
-			return fmt.Errorf("step %d of run %d was not recorded: the run is at step %d, %s", step, run.ID, run.Steps, run.Status)
+		notRecorded := fmt.Errorf("step %d of run %d was not recorded: the run is at step %d, %s", step, run.ID, run.Steps, run.Status)
+		if err := a.queueRecord(ctx, tx, end, rec, &recorded); err != nil {
+			return err
+		}
+		if end == nil && !recorded {
+			return notRecorded
 		}
 		rec.apply(run)
-		if err := a.follow(ctx, tx, t.job, env, then, c.reply.Content, more); err != nil {
+		if err := a.follow(ctx, tx, t.job, env, then, c.reply.Content, more, end); err != nil {
 			return err
+		}
+		if !recorded {
+			// The lock makes this impossible: the transaction rolls back.
+			return notRecorded
 		}
 		if more {
 			// The next step's call, readied in this transaction (next_call.go).
@@ -228,6 +235,35 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 	return more, err
 }
 
+// lockStep locks the tree of a step's run and the run (lockTree); for a
+// reply with no tool calls, which may end the run, it also reads what the
+// end reads (lockEnding).
+func (a *Agent) lockStep(ctx context.Context, tx pgx.Tx, c *stepCommit) (*Run, *ending, error) {
+	if len(c.reply.ToolCalls) == 0 {
+		return a.lockEnding(ctx, tx, c.turn.run, c.reply.Content)
+	}
+	run, err := a.lockTree(ctx, tx, c.turn.run)
+	return run, nil, err
+}
+
+// queueRecord records a step (recordStepSQL) in tx: now, or with the
+// run's end when end holds writes back (recorded is set once they are
+// sent).
+func (a *Agent) queueRecord(ctx context.Context, tx pgx.Tx, end *ending, rec *record, recorded *bool) error {
+	b := end.batch()
+	b.Queue(recordStepSQL, rec.args).QueryRow(func(row pgx.Row) error {
+		var notified int64
+		if err := row.Scan(recorded, &notified); err != nil {
+			return fmt.Errorf("error recording step %d of run %v: %w", rec.step, rec.args["run"], err)
+		}
+		return nil
+	})
+	if end != nil {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
 // outcomeOf is what comes after a step, from what its tools did and what
 // the model replied.
 func outcomeOf(env *toolEnv, reply llm.Message) outcome {
@@ -247,22 +283,25 @@ func outcomeOf(env *toolEnv, reply llm.Message) outcome {
 // it ends or parks the run, or inserts its next step job, and completes
 // this job unless it makes the next step itself.
 func (a *Agent) follow(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs], env *toolEnv, next outcome,
-	report string, more bool) error {
+	report string, more bool, end *ending) error {
 	run := env.run
 	switch next {
 	case succeeded:
 		// The citation check may send the report back to the root once (citations.go).
-		checked, err := a.citeReport(ctx, tx, run, run.Steps, report)
+		checked, err := a.citeReport(ctx, tx, run, run.Steps, report, end)
 		if err != nil {
 			return err
 		}
 		if checked.revise {
+			if err := end.flush(ctx, tx); err != nil {
+				return err
+			}
 			if err := a.enqueueStep(ctx, tx, run, run.Steps+1); err != nil {
 				return err
 			}
 			break
 		}
-		if err := a.endRun(ctx, tx, run, StatusSucceeded, checked.report, "", job.ID); err != nil {
+		if err := a.endRunWith(ctx, tx, run, StatusSucceeded, checked.report, "", job.ID, end); err != nil {
 			return err
 		}
 	case noReport:

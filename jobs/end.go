@@ -16,12 +16,23 @@ import (
 // parked on it may resume. self is the job of the step that ends its own
 // run, which completes itself; 0 when another ends it.
 func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64) error {
-	if err := a.cancelDescendants(ctx, tx, run, CancelledByParent); err != nil {
+	return a.endRunWith(ctx, tx, run, status, report, errText, self, nil)
+}
+
+// endRunWith is endRun for a step's transaction that read the tree with
+// its lock and holds back writes to send with the end (ending.go); end
+// may be nil.
+func (a *Agent) endRunWith(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64,
+	end *ending) error {
+	if err := a.cancelDescendants(ctx, tx, run, CancelledByParent, end); err != nil {
 		return err
 	}
 	report = strings.ReplaceAll(report, "\x00", "") // text columns refuse NUL
 	if status == StatusSucceeded && strings.TrimSpace(report) == "" {
 		// succeeded always carries a report: an end that has none fails.
+		if err := end.flush(ctx, tx); err != nil {
+			return err
+		}
 		why, err := withoutReport(ctx, tx, run)
 		if err != nil {
 			return err
@@ -40,7 +51,7 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 	if err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
+	b := end.batch()
 	b.Queue(`UPDATE gb_agent_research_runs
 		SET status = $2, state = $3, report = $4, error = $5, ended_at = clock_timestamp(), updated_at = now(),
 		    wait_names = '{}', wait_call_id = '', wait_until = NULL
@@ -53,6 +64,7 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error ending run %d: %w", run.ID, err)
 	}
+	end.sent()
 	if err := a.insertWebhookJob(ctx, tx, hook); err != nil {
 		return err
 	}
@@ -77,9 +89,8 @@ func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report,
 // run's tree by its root (a tree is small) and walks the parent links
 // here: a recursive query over parent_id planned on a young table's stale
 // statistics scanned the whole index at every level.
-func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errText string) error {
-	tree, err := queryRuns(ctx, tx, "SELECT "+runColumns+` FROM gb_agent_research_runs WHERE root_id = $1
-		ORDER BY depth DESC, id`, run.RootID)
+func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errText string, end *ending) error {
+	tree, err := end.runs(ctx, tx, run)
 	if err != nil {
 		return err
 	}
