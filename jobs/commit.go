@@ -391,8 +391,14 @@ func newRecord(c *stepCommit, run *Run, env *toolEnv, msgs []llm.Message, more b
 	if len(states) > 0 {
 		state = states[len(states)-1]
 	}
-	events := append(env.events, pendingEvent{kind: EventStep, data: map[string]any{"step": c.step,
-		"tools": toolNames(c.reply.ToolCalls), "tokens": c.usage.PromptTokens + c.usage.CompletionTokens}})
+	// The step's own event names its tools and those that failed: one
+	// row for every call of the step.
+	stepData := map[string]any{"step": c.step, "tools": toolNames(c.reply.ToolCalls),
+		"tokens": c.usage.PromptTokens + c.usage.CompletionTokens}
+	if len(env.failed) > 0 {
+		stepData["failed"] = env.failed
+	}
+	events := append(env.events, pendingEvent{kind: EventStep, data: stepData})
 	kinds, datas, err := encodeEvents(events)
 	if err != nil {
 		return nil, err
@@ -478,9 +484,8 @@ func (a *Agent) toolResult(ctx context.Context, env *toolEnv, call llm.ToolCall,
 // sources and its event go with the step's record.
 func (env *toolEnv) readResult(call llm.ToolCall, r *readResult) string {
 	env.sources = append(env.sources, r.sources...)
-	if !r.silent {
-		env.events = append(env.events, pendingEvent{kind: EventTool, data: map[string]any{"step": env.step,
-			"tool": call.Name, "error": r.failed}})
+	if r.failed {
+		env.failed = append(env.failed, call.Name)
 	}
 	return r.text
 }

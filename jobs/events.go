@@ -17,7 +17,6 @@ const (
 	EventQueued    = "queued"
 	EventSpawned   = "spawned"
 	EventStep      = "step"
-	EventTool      = "tool"
 	EventMessage   = "message"
 	EventWaiting   = "waiting"
 	EventResumed   = "resumed"

@@ -49,12 +49,15 @@ func checkSteps(t *testing.T, pool *pgxpool.Pool, runID int64, n int) {
 	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM gb_agent_research_steps WHERE run_id = $1),
 			(SELECT coalesce(max(step), 0) FROM gb_agent_research_steps WHERE run_id = $1),
 			(SELECT count(*) FROM gb_agent_research_events WHERE run_id = $1 AND kind = 'step'),
-			(SELECT count(*) FROM gb_agent_research_events WHERE run_id = $1 AND kind = 'tool')`, runID).
+			(SELECT count(*) FROM gb_agent_research_events
+			 WHERE run_id = $1 AND kind = 'step' AND jsonb_array_length(data->'tools') = 1)
+			- (SELECT count(*) FROM gb_agent_research_events WHERE run_id = $1 AND kind = 'tool')`, runID).
 		Scan(&steps, &maxStep, &stepEvents, &toolEvents); err != nil {
 		t.Fatal(err)
 	}
+	// A step's tools are listed in its own event, with no event of their own.
 	if steps != n || maxStep != n || stepEvents != n || toolEvents != n-1 {
-		t.Fatalf("%d steps up to %d, %d step events, %d tool events; want %d, %d, %d, %d",
+		t.Fatalf("%d steps up to %d, %d step events, %d steps with a tool and no tool events; want %d, %d, %d, %d",
 			steps, maxStep, stepEvents, toolEvents, n, n, n, n-1)
 	}
 	states, err := jobs.States(ctx, pool, runID)

@@ -35,7 +35,6 @@ type readResult struct {
 	sources []Source
 	usage   llm.Usage
 	failed  bool // the text is a tool error
-	silent  bool // no tool ran: no event records it
 }
 
 // runReads runs the read-only tool calls of a step concurrently and
@@ -53,7 +52,7 @@ func (a *Agent) runReads(ctx context.Context, run *Run, step int, calls []llm.To
 	for i, call := range calls {
 		t, ok := tools[call.Name]
 		if (!ok || !a.offers(run, call.Name)) && !slices.Contains(a.placeTools(run), call.Name) {
-			out[i] = &readResult{text: a.noSuchTool(run, call.Name), failed: true, silent: true}
+			out[i] = &readResult{text: a.noSuchTool(run, call.Name), failed: true}
 			continue
 		}
 		if !ok || t.read == nil || !a.offers(run, call.Name) {

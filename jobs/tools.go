@@ -45,9 +45,11 @@ type toolEnv struct {
 	// a long read_messages or ask_owner.
 	park *parkRequest
 	// events and sources are those of the step's tools, recorded with
-	// the step.
+	// the step; failed names the calls that answered an error, which the
+	// step's own event lists beside the tools it called.
 	events  []pendingEvent
 	sources []Source
+	failed  []string
 }
 
 // toolError is a failure the model is told about as the tool's result; any
@@ -113,8 +115,9 @@ func (a *Agent) runTool(ctx context.Context, env *toolEnv, call llm.ToolCall) (s
 	if err != nil {
 		return "", fmt.Errorf("tool %s of run %d: %w", call.Name, env.run.ID, err)
 	}
-	env.events = append(env.events, pendingEvent{kind: EventTool, data: map[string]any{"step": env.step,
-		"tool": call.Name, "error": te != nil}})
+	if te != nil {
+		env.failed = append(env.failed, call.Name)
+	}
 	return result, nil
 }
 

@@ -174,7 +174,9 @@ function detail(ev) {
   switch (ev.kind) {
     case 'queued': return d.topic || '';
     case 'spawned': return (d.name || '') + (d.reason ? ': ' + d.reason : '');
-    case 'step': return 'step ' + d.step + (d.tools && d.tools.length ? ' → ' + list(d.tools) : ' → answer') + ' · ' + fmtInt(d.tokens) + ' tokens';
+    case 'step': return 'step ' + d.step + (d.tools && d.tools.length ? ' → ' + list(d.tools) : ' → answer') +
+      (d.failed && d.failed.length ? ' (failed: ' + list(d.failed) + ')' : '') + ' · ' + fmtInt(d.tokens) + ' tokens';
+    // Recorded before a step's tools were listed in its own event.
     case 'tool': return 'step ' + d.step + ': ' + d.tool + (d.error ? ' (error)' : '');
     case 'message': return (d.from ? d.from + ' ' : '') + '→ ' + (d.to || '');
     case 'waiting': return d.for === 'messages' ? 'for messages until ' + fmtTime(d.until) : 'for ' + list(d.names);
