@@ -21,7 +21,7 @@ func researchCmd() *cobra.Command {
   gb research list --status active
   gb research tree 1 --follow`,
 		researchStartCmd(), researchListCmd(), researchGetCmd(), researchTreeCmd(), researchEventsCmd(),
-		researchMessagesCmd(), researchNotesCmd(), researchSourcesCmd(), researchStepsCmd(), researchCitationsCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
+		researchMessagesCmd(), researchNotesCmd(), researchSourcesCmd(), researchStepsCmd(), researchCitationsCmd(), researchDiffCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
 		researchCancelCmd(), researchDeleteCmd())
 }
 
