@@ -59,9 +59,9 @@ const lockRootSQL = `SELECT id FROM gb_agent_research_runs WHERE id = $1 FOR UPD
 // it marks the run at that step, in the state it is left in (@state), with
 // the step's usage added (@prompt_tokens, @cached_tokens of them,
 // @completion_tokens, @reasoning_tokens of them, @cost_usd: the model
-// call's and its tools'); it inserts the step's messages (@messages), the
-// states it went through (@states, in order, each at the step of
-// @state_steps), its events (@event_kinds and @event_data, in order), the
+// call's and its tools'); it inserts the step's messages (@messages) and
+// the states it went through (@states, in order, each at the step of
+// @state_steps: kept on the step's row, see statesSQL), its events (@event_kinds and @event_data, in order), the
 // sources its tools read (@sources, a JSON array), marks the messages it
 // delivered (@inputs) read, and settles the model call's ledger row
 // (@call) with the call's own usage (@call_prompt_tokens,
@@ -82,14 +82,11 @@ const recordStepSQL = `WITH run AS (
 	step AS (
 		INSERT INTO gb_agent_research_steps (run_id, step, messages, prompt_tokens, completion_tokens, cost_usd,
 			cached_tokens, reasoning_tokens, model, started_at, model_ms, tool_ms, compaction, retries, retry_outcomes,
-			created_at)
+			states, state_steps, created_at)
 		SELECT id, @step, @messages, @prompt_tokens, @completion_tokens, @cost_usd, @cached_tokens, @reasoning_tokens, d.model, d.started_at, d.model_ms, d.tool_ms, d.compaction,
-			r.n, r.outcomes, clock_timestamp()
+			r.n, r.outcomes, @states::text[], @state_steps::int[], clock_timestamp()
 		FROM run, jsonb_to_record(@details::jsonb) AS d(model text, started_at timestamptz, model_ms int, tool_ms int,
 			compaction jsonb), (` + stepRetriesSQL + `) AS r),
-	states AS (
-		INSERT INTO gb_agent_research_states (run_id, state, step)
-		SELECT run.id, u.s, u.n FROM run, unnest(@states::text[], @state_steps::int[]) WITH ORDINALITY AS u(s, n, o) ORDER BY u.o),
 	call AS (
 		UPDATE gb_model_calls SET status = 'settled', prompt_tokens = @call_prompt_tokens, cached_tokens = @cached_tokens,
 			completion_tokens = @call_completion_tokens, reasoning_tokens = @reasoning_tokens, cost_usd = @call_cost_usd, committed = true,

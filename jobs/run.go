@@ -348,8 +348,18 @@ type StateChange struct {
 	At    time.Time `json:"at"`
 }
 
-// statesSQL reads a run's state history, oldest first.
-const statesSQL = "SELECT state, step, at FROM gb_agent_research_states WHERE run_id = $1 ORDER BY id"
+// statesSQL reads a run's state history, oldest first: the rows of
+// gb_agent_research_states and the states its steps went through, kept on
+// the steps' rows (migration 031), in the order they were written (every
+// writer of a run holds its tree's lock, and each takes its
+// clock_timestamp() under it).
+const statesSQL = `SELECT state, step, at FROM (
+		SELECT state, step, at, 0::bigint AS o FROM gb_agent_research_states WHERE run_id = $1
+		UNION ALL
+		SELECT u.s, u.n, st.created_at, u.o FROM gb_agent_research_steps st,
+			unnest(st.states, st.state_steps) WITH ORDINALITY AS u(s, n, o)
+		WHERE st.run_id = $1) h
+	ORDER BY at, o`
 
 // States returns a run's state history, oldest first.
 func States(ctx context.Context, db DB, runID int64) ([]StateChange, error) {
