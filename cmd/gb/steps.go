@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/infra/inert"
@@ -231,26 +230,25 @@ type mcpStepsInput struct {
 	Full   bool   `json:"full,omitempty" jsonschema:"with step: that step whole, nothing cut"`
 }
 
-// addStepsTool adds the MCP tool get_steps, which reads the steps route
+// stepsTool is the MCP tool get_steps, which reads the steps route
 // through c.
-func addStepsTool(s *mcp.Server, c *apiClient) {
-	tool := &mcp.Tool{Name: "get_steps", Title: "Get the steps of a research",
-		Description: "The steps of a run and its sub-agents, newest first, a page at a time (has_more, next_cursor): " +
+func stepsTool(c *apiClient) mcpTool {
+	return mcpTool{name: "get_steps", title: "Get the steps of a research", kind: readOnly,
+		desc: "The steps of a run and its sub-agents, newest first, a page at a time (has_more, next_cursor): " +
 			"for each its model, tokens, cost, model and tool time, retries, compaction, and the messages it added " +
 			"(the model's reply, each tool call with its arguments, each tool's result), texts cut at chars " +
 			"(truncated: true; read one step whole with step and full).",
-		Annotations: &mcp.ToolAnnotations{Title: "Get the steps of a research", ReadOnlyHint: true, IdempotentHint: true}}
-	mcp.AddTool(s, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in mcpStepsInput) (*mcp.CallToolResult, map[string]any, error) {
-		q, err := in.query()
-		if err != nil {
-			return nil, nil, fmt.Errorf("get_steps: %w", err)
-		}
-		var out map[string]any
-		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/steps?%s", in.ID, q.Encode()), nil, &out); err != nil {
-			return nil, nil, fmt.Errorf("get_steps: %w", err)
-		}
-		return nil, out, nil
-	})
+		add: plain(func(ctx context.Context, in mcpStepsInput) (mcpOut, error) {
+			q, err := in.query()
+			if err != nil {
+				return nil, err
+			}
+			var out mcpOut
+			if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/steps?%s", in.ID, q.Encode()), nil, &out); err != nil {
+				return nil, err
+			}
+			return out, nil
+		})}
 }
 
 // query is the query of the steps route for get_steps, with its bounds.
