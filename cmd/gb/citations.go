@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/jobs"
@@ -101,23 +100,18 @@ func countsLine(c cite.Counts) string {
 	return s
 }
 
-// addCitationsTool adds the MCP tool get_citations.
-func addCitationsTool(s *mcp.Server, c *apiClient) {
-	const title = "Get the citation check of a research's report"
-	tool := &mcp.Tool{Name: "get_citations", Title: title,
-		Description: "The citation check of the run's report against what its agents read: the counts (claims, supported, " +
+// citationsTool is the MCP tool get_citations.
+func citationsTool(c *apiClient) mcpTool {
+	return mcpTool{name: "get_citations", title: "Get the citation check of a research's report", kind: readOnly,
+		desc: "The citation check of the run's report against what its agents read: the counts (claims, supported, " +
 			"weak, unsupported, contradicted, unread, uncited; counts_before after a revision; revision_skipped when a needed " +
 			"revision could not run) and each claim with the source it cites, " +
 			"its verdict, score, reason and the passage of the source that best supports it.",
-		Annotations: &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, IdempotentHint: true}}
-	mcp.AddTool(s, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in mcpIDInput) (*mcp.CallToolResult, map[string]any, error) {
-		if err := checkID(in.ID); err != nil {
-			return nil, nil, fmt.Errorf("get_citations: %w", err)
-		}
-		var out map[string]any
-		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/citations", in.ID), nil, &out); err != nil {
-			return nil, nil, fmt.Errorf("get_citations: %w", err)
-		}
-		return nil, out, nil
-	})
+		add: plain(withID(func(ctx context.Context, id int64) (mcpOut, error) {
+			var out mcpOut
+			if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/citations", id), nil, &out); err != nil {
+				return nil, err
+			}
+			return out, nil
+		}))}
 }

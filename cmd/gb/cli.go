@@ -86,8 +86,8 @@ func group(use, short, example string, subs ...*cobra.Command) *cobra.Command {
 			for _, s := range subs {
 				names = append(names, s.Name())
 			}
-			return usageErrorf("unknown %s command %q; use one of %s (see %s --help)",
-				cmd.CommandPath(), a[0], strings.Join(names, ", "), cmd.CommandPath())
+			return usageErrorf("unknown %s command %q%s; use one of %s (see %s --help)",
+				cmd.CommandPath(), a[0], didYouMean(cmd, a[0]), strings.Join(names, ", "), cmd.CommandPath())
 		},
 	}
 	c.AddCommand(subs...)

@@ -3,8 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 
@@ -67,6 +73,10 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		want string
 	}{
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"resarch", "list"}, `unknown command "resarch" for "gb" (did you mean research?)`},
+		{[]string{"reserch"}, "(did you mean research?)"},
+		{[]string{"research", "lsit"}, `unknown gb research command "lsit" (did you mean list?)`},
+		{[]string{"version", "-o", "yaml"}, `-o "yaml" is not an output format`},
 		{[]string{"research", "frobnicate"}, "use one of start, list"},
 		{[]string{"research", "get"}, "takes one run ID"},
 		{[]string{"research", "get", "1", "2"}, "takes one run ID"},
@@ -82,6 +92,116 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 			!strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: exit %d, error %v; want exit 2 and one line with %q", c.args, code, err, c.want)
 		}
+	}
+}
+
+// TestVersionJSON checks gb version -o json (and --json): one object with
+// the version, the commit and the Go version, the same as the line says.
+func TestVersionJSON(t *testing.T) {
+	t.Parallel()
+	var line bytes.Buffer
+	if err := runWith(context.Background(), []string{"version"}, &line, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, form := range [][]string{{"version", "-o", "json"}, {"version", "--json"}} {
+		var out bytes.Buffer
+		if err := runWith(context.Background(), form, &out, io.Discard); err != nil {
+			t.Fatalf("%v: %v", form, err)
+		}
+		var v versionInfo
+		dec := json.NewDecoder(&out)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("%v: %v", form, err)
+		}
+		if v.Version == "" || v.Commit == "" || v.Go != runtime.Version() ||
+			line.String() != fmt.Sprintf("gb %s (commit %s, %s)\n", v.Version, v.Commit, v.Go) {
+			t.Errorf("%v = %+v; the line says %q", form, v, line.String())
+		}
+	}
+}
+
+// TestSignalCode checks the exit codes of a stop by a signal.
+func TestSignalCode(t *testing.T) {
+	t.Parallel()
+	if got := signalCode(syscall.SIGTERM); got != 143 {
+		t.Errorf("SIGTERM: %d, want 143", got)
+	}
+	if got := signalCode(os.Interrupt); got != 130 {
+		t.Errorf("SIGINT: %d, want 130", got)
+	}
+}
+
+// TestCompletesFlagValues checks the shell completion of the flags that
+// take one of a few values and of plan's decision, with no API needed, and
+// that every command of gb research that takes a run id completes one.
+func TestCompletesFlagValues(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"research", "list", "--status", ""}, jobs.ListStatuses},
+		{[]string{"research", "get", "1", "-o", ""}, []string{"table", "json"}},
+		{[]string{"keys", "list", "--output", ""}, []string{"table", "json"}},
+		{[]string{"research", "start", "topic", "--citations", ""}, jobs.CitationsModes},
+		{[]string{"research", "steps", "1", "--order", ""}, []string{"desc", "asc"}},
+		{[]string{"dev", "--messenger", ""}, []string{"postgres", "memory"}},
+		{[]string{"research", "plan", "7", ""}, []string{"approve", "reject"}},
+	} {
+		var out bytes.Buffer
+		if err := runWith(context.Background(), append([]string{"__complete"}, c.args...), &out, io.Discard); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if got := completed(out.String()); !slices.Equal(got, c.want) || !strings.HasSuffix(out.String(), ":4\n") {
+			t.Errorf("%v completes %q (%q), want %q and no files", c.args, got, out.String(), c.want)
+		}
+	}
+	research, _, err := newRootCmd().Find([]string{"research"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withID int
+	for _, sub := range research.Commands() {
+		if strings.HasPrefix(sub.Use, sub.Name()+" ID") {
+			withID++
+			if sub.ValidArgsFunction == nil {
+				t.Errorf("gb research %s takes a run id and does not complete it", sub.Name())
+			}
+		}
+	}
+	if withID < 12 {
+		t.Errorf("only %d commands of gb research take a run id", withID)
+	}
+}
+
+// TestEmptyTablesSayEmpty checks that a list with no rows says so after its
+// header, and one with rows does not.
+func TestEmptyTablesSayEmpty(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		print func(io.Writer) error
+		none  string
+	}{
+		{func(w io.Writer) error { return printRuns(w, listPage{}) }, "no researches"},
+		{func(w io.Writer) error { return printKeys(w, nil, "") }, "no keys"},
+		{func(w io.Writer) error { return printEvents(w, nil) }, "no events"},
+	} {
+		var b strings.Builder
+		if err := c.print(&b); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		if len(lines) != 2 || lines[1] != c.none {
+			t.Errorf("empty table:\n%s\nwant its header and %q", b.String(), c.none)
+		}
+	}
+	var b strings.Builder
+	if err := printRuns(&b, listPage{Runs: []jobs.Run{{ID: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "no researches") {
+		t.Errorf("a list with a run says it has none:\n%s", b.String())
 	}
 }
 

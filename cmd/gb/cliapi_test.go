@@ -298,8 +298,9 @@ func TestCLITruncatesMultiByteNamesCleanly(t *testing.T) {
 	}
 }
 
-// TestInterruptExits130 interrupts a follow of a working research with
-// SIGINT: gb exits 130.
+// TestInterruptExits130 stops a follow of a working research with SIGINT
+// and then another with SIGTERM: gb exits 130 for the first and 143 for the
+// second, and says nothing of either on stderr.
 func TestInterruptExits130(t *testing.T) {
 	t.Parallel()
 	s := startCLIStack(t, 2*time.Second)
@@ -307,21 +308,92 @@ func TestInterruptExits130(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("start: %d %s %s", code, out, errOut)
 	}
-	cmd := exec.Command(s.bin, "research", "events", strings.TrimSpace(out), "--follow")
-	cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
-	var stdout syncBuffer
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		want int
+	}{{syscall.SIGINT, exitInterrupted}, {syscall.SIGTERM, exitTerminated}} {
+		cmd := exec.Command(s.bin, "research", "events", strings.TrimSpace(out), "--follow")
+		cmd.Env = append(os.Environ(), "GB_API_URL="+s.url, "GB_API_KEY="+s.key)
+		var stdout, stderr syncBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, "the first events", func() bool { return strings.Contains(stdout.String(), "queued") })
+		if err := cmd.Process.Signal(c.sig); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		if got := cmd.ProcessState.ExitCode(); got != c.want || stderr.String() != "" {
+			t.Errorf("follow stopped by %v exited %d with stderr %q, want %d and nothing", c.sig, got, stderr.String(), c.want)
+		}
+	}
+}
+
+// TestCompletionAndEmptyLists drives the built gb against a real API: a
+// user with no run gets a table that says so and JSON with an empty list;
+// once they have runs, the completion of a run id offers theirs, newest
+// first with their topics, and not another user's.
+func TestCompletionAndEmptyLists(t *testing.T) {
+	t.Parallel()
+	s := startCLIStack(t, 0)
+	code, out, errOut := s.gb(t, s.key, "research", "list")
+	if code != 0 || !strings.HasPrefix(out, "ID ") || !strings.Contains(out, "\nno researches\n") {
+		t.Errorf("empty list: exit %d, stdout %q, stderr %q; want the header and \"no researches\"", code, out, errOut)
+	}
+	code, out, _ = s.gb(t, s.key, "research", "list", "-o", "json")
+	var page map[string]any
+	if err := json.Unmarshal([]byte(out), &page); code != 0 || err != nil {
+		t.Fatalf("empty list -o json: exit %d, %v: %s", code, err, out)
+	}
+	if runs, ok := page["runs"].([]any); !ok || len(runs) != 0 || strings.Contains(out, "no researches") {
+		t.Errorf("empty list -o json = %s, want runs: [] and no sentence", out)
+	}
+	other, err := jobs.CreateKey(context.Background(), s.pool, "someone-else")
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the first events", func() bool { return strings.Contains(stdout.String(), "queued") })
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
+	_, theirs, _ := s.gb(t, other, "research", "start", "a topic of someone else")
+	var ids []string
+	for _, topic := range []string{"first topic of mine", "second topic of mine"} {
+		code, out, errOut := s.gb(t, s.key, "research", "start", topic)
+		if code != 0 {
+			t.Fatalf("start: %d %s %s", code, out, errOut)
+		}
+		ids = append(ids, strings.TrimSpace(out))
 	}
-	_ = cmd.Wait()
-	if got := cmd.ProcessState.ExitCode(); got != exitInterrupted {
-		t.Fatalf("interrupted follow exited %d, want %d", got, exitInterrupted)
+	for _, line := range [][]string{
+		{"__complete", "research", "get", ""},
+		{"__complete", "research", "steps", "12", "--run", ""},
+		{"__complete", "research", "list", "--parent", ""},
+	} {
+		code, out, errOut := s.gb(t, s.key, line...)
+		if got := completed(out); code != 0 || len(got) != 2 || got[0] != ids[1] || got[1] != ids[0] ||
+			!strings.Contains(out, "second topic of mine") || !strings.HasSuffix(out, ":4\n") {
+			t.Errorf("%v: exit %d, stderr %q, got:\n%s\nwant runs %s then %s with their topics, not %s, and no file completion",
+				line, code, errOut, out, ids[1], ids[0], strings.TrimSpace(theirs))
+		}
 	}
+	code, out, _ = s.gb(t, s.key, "__complete", "research", "start", "x", "--notes-from", ids[0]+","+ids[1][:len(ids[1])-1])
+	if code != 0 || !strings.Contains(out, ids[0]+","+ids[1]+"\t") {
+		t.Errorf("--notes-from completes the last id of its list: got\n%s", out)
+	}
+	code, out, _ = s.gb(t, "-", "__complete", "research", "get", "")
+	if code != 0 || out != ":4\n" {
+		t.Errorf("completion without a key: exit %d, got %q; want nothing offered", code, out)
+	}
+}
+
+// completed is the values a `gb __complete` offered, without their
+// descriptions and its closing directive.
+func completed(out string) []string {
+	var vals []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if v, _, _ := strings.Cut(line, "\t"); v != "" && !strings.HasPrefix(v, ":") {
+			vals = append(vals, v)
+		}
+	}
+	return vals
 }
 
 // syncBuffer is a bytes.Buffer that a process writes while a test reads.

@@ -130,7 +130,7 @@ type rowWriter interface {
 func printEvents(w io.Writer, evs []jobs.Event) error {
 	t := newTable(w, eventColumns...)
 	writeEvents(t, evs)
-	return t.flush()
+	return t.flushOrEmpty("no events")
 }
 
 // printEventsFixed prints events with fixed column widths, so that the

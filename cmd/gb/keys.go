@@ -112,7 +112,7 @@ func printKeys(w io.Writer, keys []jobs.APIKey, inUse string) error {
 		t.row(strconv.FormatInt(k.ID, 10), prefix, fit(k.Name, 32), k.Status, when(&k.CreatedAt, ""),
 			when(k.LastUsedAt, "never"), when(k.ExpiresAt, "never"))
 	}
-	if err := t.flush(); err != nil {
+	if err := t.flushOrEmpty("no keys"); err != nil {
 		return err
 	}
 	if inUse != "" {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -28,20 +29,43 @@ const (
 	exitUsage = 2
 	// exitAuth means there is no API key, or the API refused it.
 	exitAuth = 4
-	// exitInterrupted means Ctrl-C (or SIGTERM) stopped the command.
+	// exitInterrupted means Ctrl-C (SIGINT) stopped the command.
 	exitInterrupted = 130
+	// exitTerminated means SIGTERM stopped the command (128 + 15, as a
+	// shell reports it).
+	exitTerminated = 143
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Value // the os.Signal that stopped gb
+	go func() {
+		s := <-sigs
+		got.Store(s)
+		cancel()
+	}()
 	err := run(ctx, os.Args[1:], os.Stdout)
-	interrupted := ctx.Err() != nil
-	stop()
-	code := exitCode(err, interrupted)
-	if err != nil && code != exitInterrupted {
+	signal.Stop(sigs)
+	sig, _ := got.Load().(os.Signal)
+	code := exitCode(err, sig != nil)
+	if code == exitInterrupted {
+		code = signalCode(sig)
+	}
+	if err != nil && code != exitInterrupted && code != exitTerminated {
 		fmt.Fprintln(os.Stderr, "gb: "+printable(err.Error()))
 	}
 	os.Exit(code)
+}
+
+// signalCode is the exit code of a command stopped by sig: 143 for SIGTERM,
+// else 130 (Ctrl-C).
+func signalCode(sig os.Signal) int {
+	if sig == syscall.SIGTERM {
+		return exitTerminated
+	}
+	return exitInterrupted
 }
 
 // run runs the gb command line args, writing to out; its error says how

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -63,9 +64,12 @@ func TestMCPToolsHaveTitlesAndAnnotations(t *testing.T) {
 			t.Errorf("tool %s says neither that it only reads nor whether it destroys", tl.Name)
 		case a.ReadOnlyHint && !a.IdempotentHint:
 			t.Errorf("tool %s only reads but is not marked idempotent", tl.Name)
+		case a.OpenWorldHint == nil || a.DestructiveHint == nil:
+			t.Errorf("tool %s leaves openWorldHint or destructiveHint unset", tl.Name)
 		}
 	}
-	for _, name := range []string{"get_research", "list_research", "get_tree", "get_events", "get_messages", "get_sources", "wait_research"} {
+	for _, name := range []string{"get_research", "list_research", "get_tree", "get_events", "get_messages", "get_sources", "wait_research",
+		"get_steps", "get_citations"} {
 		if tl := byName[name]; tl == nil || !tl.Annotations.ReadOnlyHint {
 			t.Errorf("%s is missing or not read-only", name)
 		}
@@ -81,6 +85,108 @@ func TestMCPToolsHaveTitlesAndAnnotations(t *testing.T) {
 	if tl := byName["start_research"]; tl == nil || !*tl.Annotations.OpenWorldHint || *byName["get_tree"].Annotations.OpenWorldHint {
 		t.Errorf("only start_research reaches the open world")
 	}
+}
+
+// TestMCPServerHasTheRegistrysTools checks that the server lists exactly
+// the tools of the registry, in its order, each with the annotations the
+// registry gives it: no tool is added beside it.
+func TestMCPServerHasTheRegistrysTools(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cs := connectMCP(t, ctx, "http://127.0.0.1:1", "gb_unused", nil)
+	listed, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, tl := range listed.Tools {
+		got = append(got, tl.Name)
+	}
+	specs := map[string]*mcp.Tool{}
+	for _, tl := range mcpTools(nil) {
+		want = append(want, tl.name)
+		specs[tl.name] = tl.spec()
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) || len(want) < 13 {
+		t.Fatalf("the server lists %v, the registry has %v", got, want)
+	}
+	for _, tl := range listed.Tools {
+		a, b := tl.Annotations, specs[tl.Name].Annotations
+		if a.ReadOnlyHint != b.ReadOnlyHint || a.IdempotentHint != b.IdempotentHint ||
+			*a.DestructiveHint != *b.DestructiveHint || *a.OpenWorldHint != *b.OpenWorldHint || tl.Title != b.Title {
+			t.Errorf("%s is listed with %+v, the registry says %+v", tl.Name, a, b)
+		}
+	}
+}
+
+// TestREADMEListsTheMCPTools reads the table of tools in the README's MCP
+// section and compares it with the registry both ways: every tool there is
+// registered with the hints the table gives, and every registered tool is
+// there.
+func TestREADMEListsTheMCPTools(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "\n### MCP server\n")
+	if start < 0 {
+		t.Fatal("the README has no MCP server section")
+	}
+	section := doc[start+1:]
+	if end := strings.Index(section[4:], "\n#"); end >= 0 {
+		section = section[:end+4]
+	}
+	listed := map[string]string{} // tool: its hints as the table says them
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 5 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`") {
+			continue
+		}
+		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		if _, dup := listed[name]; dup {
+			t.Errorf("the README lists %s twice", name)
+		}
+		listed[name] = strings.TrimSpace(cells[3])
+	}
+	registered := map[string]string{}
+	for _, tl := range mcpTools(nil) {
+		registered[tl.name] = hintsWords(tl.spec().Annotations)
+	}
+	for name, hints := range listed {
+		if want, ok := registered[name]; !ok {
+			t.Errorf("the README lists %s, which the server does not have", name)
+		} else if hints != want {
+			t.Errorf("the README gives %s the hints %q; it has %q", name, hints, want)
+		}
+	}
+	for name := range registered {
+		if _, ok := listed[name]; !ok {
+			t.Errorf("the README's MCP tools leave out %s", name)
+		}
+	}
+}
+
+// hintsWords says a tool's annotations in the words of the README's table.
+func hintsWords(a *mcp.ToolAnnotations) string {
+	var w string
+	switch {
+	case a.ReadOnlyHint:
+		w = "reads"
+	case *a.DestructiveHint && a.IdempotentHint:
+		w = "cancels"
+	case !*a.DestructiveHint:
+		w = "changes"
+	default:
+		w = "destroys"
+	}
+	if *a.OpenWorldHint {
+		w += ", open world"
+	}
+	return w
 }
 
 // TestMCPProgressResourcesAndBoundedPages starts a research with

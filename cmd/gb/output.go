@@ -59,11 +59,13 @@ func writeJSON(w io.Writer, v any) error {
 
 // table writes aligned columns with text/tabwriter.
 type table struct {
-	tw *tabwriter.Writer
+	tw   *tabwriter.Writer
+	w    io.Writer
+	rows int // lines written, the header's included
 }
 
 func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)}
+	t := &table{tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0), w: w}
 	t.row(header...)
 	return t
 }
@@ -74,6 +76,23 @@ func (t *table) row(cells ...string) {
 		cells[i] = oneLine(c)
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+	t.rows++
+}
+
+// flushOrEmpty flushes the table and, when it holds no row but its header,
+// says so on a line of its own after the header ("no researches"), so that
+// an empty list reads as empty rather than as a fault.
+func (t *table) flushOrEmpty(none string) error {
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if t.rows > 1 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(t.w, none); err != nil {
+		return fmt.Errorf("error writing table: %w", err)
+	}
+	return nil
 }
 
 func (t *table) flush() error {

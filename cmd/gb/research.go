@@ -257,7 +257,7 @@ func printRuns(w io.Writer, page listPage) error {
 			strconv.FormatInt(r.Tokens, 10), strconv.FormatInt(r.CachedTokens, 10), fmt.Sprintf("$%.4f", r.CostUSD),
 			fit(agentName(&r), 24), fit(r.Topic, 60))
 	}
-	if err := t.flush(); err != nil {
+	if err := t.flushOrEmpty("no researches"); err != nil {
 		return err
 	}
 	if page.NextCursor != "" {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 )
 
@@ -16,7 +18,7 @@ The research commands talk to GB_API_URL (default http://127.0.0.1:8080) with
 GB_API_KEY; migrate, kb and keys --user use DATABASE_URL.
 
 Exit codes: 0 success, 1 error, 2 usage error, 4 not authenticated,
-130 interrupted.`,
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM).`,
 		Example: `  gb demo
   export GB_API_KEY=$(gb keys create --user alice)
   gb dev &
@@ -24,7 +26,7 @@ Exit codes: 0 success, 1 error, 2 usage error, 4 not authenticated,
   gb research list -o json`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          noCommand,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -32,5 +34,30 @@ Exit codes: 0 success, 1 error, 2 usage error, 4 not authenticated,
 	})
 	root.AddCommand(demoCmd(), devCmd(), workerCmd(), researchCmd(), webhooksCmd(), keysCmd(), usersCmd(), kbCmd(), migrateCmd(), providersCmd(),
 		mcpCmd(), benchCmd(), evalCmd(), versionCmd())
+	addCompletions(root)
 	return root
+}
+
+// noCommand is the root's check of its arguments: gb takes none, so a word
+// is a command gb does not have, and the error names the commands it is
+// close to. (cobra.NoArgs would say "unknown command" without them: cobra
+// suggests only for a root with no Args of its own.)
+func noCommand(cmd *cobra.Command, a []string) error {
+	if len(a) == 0 {
+		return nil
+	}
+	return usageErrorf("unknown command %q for %q%s; see %s --help", a[0], cmd.CommandPath(), didYouMean(cmd, a[0]), cmd.CommandPath())
+}
+
+// didYouMean is " (did you mean research?)" naming the subcommands of cmd
+// close to typed (cobra's distance and prefix rules), or "".
+func didYouMean(cmd *cobra.Command, typed string) string {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only on its own path
+	}
+	s := cmd.SuggestionsFor(typed)
+	if len(s) == 0 {
+		return ""
+	}
+	return " (did you mean " + strings.Join(s, " or ") + "?)"
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/gbresearch/gb/infra/inert"
@@ -22,6 +21,9 @@ type stepsPage struct {
 	Steps      []jobs.Step `json:"steps"`
 	NextCursor string      `json:"next_cursor"`
 	More       bool        `json:"has_more"`
+	// Request is, with --step N --full, the system prompt and tools the
+	// step was given, as the API rebuilt them from the run.
+	Request *jobs.StepRequest `json:"request,omitempty"`
 }
 
 // stepsFlags are the flags of gb research steps.
@@ -41,7 +43,9 @@ func researchStepsCmd() *cobra.Command {
 		Long: `Lists the committed steps of the research ID and its sub-agents, newest first: model, tokens,
 cost, model and tool time, retries and compaction. With --step N it prints that step of the run
 (or of --run R) with its messages: the model's reply, each tool call with its arguments and each
-tool's result, cut at --chars characters unless --full.`,
+tool's result, cut at --chars characters unless --full. With --full it also prints what the
+model was given besides the conversation: the system prompt and the tools, as rebuilt from the
+run's settings by the API (a step stores its messages, not the prompt it was sent with them).`,
 		Example: `  gb research steps 12
   gb research steps 12 --run 14 --order asc
   gb research steps 12 --step 3
@@ -64,6 +68,9 @@ tool's result, cut at --chars characters unless --full.`,
 		if f.step != 0 {
 			for _, s := range p.Steps {
 				printStep(cmd.OutOrStdout(), id, s)
+				if p.Request != nil && p.Request.RunID == s.RunID && p.Request.Step == s.Step {
+					printRequest(cmd.OutOrStdout(), s, p.Request)
+				}
 			}
 			return nil
 		}
@@ -205,6 +212,28 @@ func printStep(w io.Writer, id int64, s jobs.Step) {
 	}
 }
 
+// printRequest prints the system prompt and the tools a step was given,
+// saying that they are rebuilt, and names the tools the step called that
+// the rebuilt list lacks (a worker configured otherwise than the API).
+func printRequest(w io.Writer, s jobs.Step, r *jobs.StepRequest) {
+	fmt.Fprintf(w, "\n[system prompt, as %s]\n%s\n", printable(r.Rebuilt), printable(r.System))
+	fmt.Fprintf(w, "\n[tools, as %s: %d]\n", printable(r.Rebuilt), len(r.Tools))
+	given := map[string]bool{}
+	for _, t := range r.Tools {
+		given[t.Name] = true
+		fmt.Fprintf(w, "%s: %s\n", printable(t.Name), oneLine(t.Description))
+	}
+	for _, m := range s.Messages {
+		for _, c := range m.ToolCalls {
+			if !given[c.Name] {
+				fmt.Fprintf(w, "note: the step called %s, which the rebuilt list lacks: the worker's configuration differs from the API's\n",
+					printable(c.Name))
+				given[c.Name] = true
+			}
+		}
+	}
+}
+
 // printable is untrusted text made inert to print, its newlines and tabs
 // kept: every printer of the CLI prints what a model, a page, a message,
 // an owner or an agent's name may have written through it (or through
@@ -231,26 +260,26 @@ type mcpStepsInput struct {
 	Full   bool   `json:"full,omitempty" jsonschema:"with step: that step whole, nothing cut"`
 }
 
-// addStepsTool adds the MCP tool get_steps, which reads the steps route
+// stepsTool is the MCP tool get_steps, which reads the steps route
 // through c.
-func addStepsTool(s *mcp.Server, c *apiClient) {
-	tool := &mcp.Tool{Name: "get_steps", Title: "Get the steps of a research",
-		Description: "The steps of a run and its sub-agents, newest first, a page at a time (has_more, next_cursor): " +
+func stepsTool(c *apiClient) mcpTool {
+	return mcpTool{name: "get_steps", title: "Get the steps of a research", kind: readOnly,
+		desc: "The steps of a run and its sub-agents, newest first, a page at a time (has_more, next_cursor): " +
 			"for each its model, tokens, cost, model and tool time, retries, compaction, and the messages it added " +
 			"(the model's reply, each tool call with its arguments, each tool's result), texts cut at chars " +
-			"(truncated: true; read one step whole with step and full).",
-		Annotations: &mcp.ToolAnnotations{Title: "Get the steps of a research", ReadOnlyHint: true, IdempotentHint: true}}
-	mcp.AddTool(s, tool, func(ctx context.Context, _ *mcp.CallToolRequest, in mcpStepsInput) (*mcp.CallToolResult, map[string]any, error) {
-		q, err := in.query()
-		if err != nil {
-			return nil, nil, fmt.Errorf("get_steps: %w", err)
-		}
-		var out map[string]any
-		if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/steps?%s", in.ID, q.Encode()), nil, &out); err != nil {
-			return nil, nil, fmt.Errorf("get_steps: %w", err)
-		}
-		return nil, out, nil
-	})
+			"(truncated: true; read one step whole with step and full, which also answers request: the system prompt " +
+			"and tools the step was given, rebuilt from the run's settings).",
+		add: plain(func(ctx context.Context, in mcpStepsInput) (mcpOut, error) {
+			q, err := in.query()
+			if err != nil {
+				return nil, err
+			}
+			var out mcpOut
+			if err := c.do(ctx, "GET", fmt.Sprintf("/v1/gb/research/%d/steps?%s", in.ID, q.Encode()), nil, &out); err != nil {
+				return nil, err
+			}
+			return out, nil
+		})}
 }
 
 // query is the query of the steps route for get_steps, with its bounds.

@@ -32,15 +32,32 @@ func buildCommit() string {
 	return "unknown"
 }
 
+// versionInfo is what gb version -o json prints.
+type versionInfo struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	Go      string `json:"go"`
+}
+
 func versionCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the version and commit of gb",
-		Example: "  gb version",
+		Example: "  gb version\n  gb version -o json | jq -r .commit",
 		Args:    args(0, 0, "no arguments"),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(cmd.OutOrStdout(), "gb %s (commit %s, %s)\n", cmp.Or(version, "dev"), buildCommit(), runtime.Version())
-			return nil
-		},
 	}
+	o := addOutput(cmd)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		asJSON, err := o.isJSON()
+		if err != nil {
+			return err
+		}
+		v := versionInfo{Version: cmp.Or(version, "dev"), Commit: buildCommit(), Go: runtime.Version()}
+		if asJSON {
+			return writeJSON(cmd.OutOrStdout(), v)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "gb %s (commit %s, %s)\n", v.Version, v.Commit, v.Go)
+		return nil
+	}
+	return cmd
 }

@@ -14,17 +14,18 @@ import (
 
 // This file holds gb webhooks (the caller's default webhook URL and
 // signing secret) and gb research webhooks ID (a research's deliveries),
-// over the REST API.
+// over the REST API; webhooks_listen.go holds a local receiver.
 
 func webhooksCmd() *cobra.Command {
 	secret := group("secret", "Show or rotate the secret that signs your webhooks", `  gb webhooks secret show
   gb webhooks secret rotate`, webhooksSecretShowCmd(), webhooksSecretRotateCmd())
 	return group("webhooks", "Your webhooks: the default URL told when a research ends, and the signing secret",
-		`  gb webhooks set https://hooks.example.com/gb
+		`  gb webhooks listen --addr 127.0.0.1:9000 &   # a local receiver (GB_FETCH_ALLOW=127.0.0.1/32:9000 on the API)
+  gb webhooks set http://127.0.0.1:9000/
   gb webhooks show
   gb webhooks secret rotate
   gb research webhooks 1`,
-		webhooksShowCmd(), webhooksSetCmd(), webhooksUnsetCmd(), secret)
+		webhooksShowCmd(), webhooksSetCmd(), webhooksUnsetCmd(), webhooksListenCmd(), secret)
 }
 
 func webhooksShowCmd() *cobra.Command {
@@ -68,8 +69,9 @@ func webhooksSetCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "set URL",
 		Short: "Set the URL your researches notify when they end, unless started with their own",
-		Example: `  gb webhooks set https://hooks.example.com/gb
-  gb research start "What is a WaitGroup?" --webhook-url https://other.example.com/hook`,
+		Example: `  gb webhooks set http://127.0.0.1:9000/   # gb webhooks listen's, on a stack with GB_FETCH_ALLOW=127.0.0.1/32:9000
+  gb webhooks set https://YOUR-RECEIVER/gb   # a public https URL of yours
+  gb research start "What is a WaitGroup?" --webhook-url http://127.0.0.1:9001/`,
 		Args: args(1, 1, "one URL (https or http)"),
 		RunE: withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
 			return setWebhookURL(ctx, c, cmd.OutOrStdout(), a[0])

@@ -72,15 +72,15 @@ func TestWorkerWaitsForPostgres(t *testing.T) {
 }
 
 // TestWorkerStopsWhileWaitingForPostgres: SIGTERM ends the waits; gb
-// worker exits as interrupted, never having run.
+// worker exits as terminated (143), never having run.
 func TestWorkerStopsWhileWaitingForPostgres(t *testing.T) {
 	t.Parallel()
 	proxy, proxied := proxiedURL(t, dbtest.NewURL(t))
 	proxy.Down()
 	w := startWaitingWorker(t, buildGB(t), proxied)
 	waitFor(t, 60*time.Second, "a wait for the database", func() bool { return len(w.waits()) >= 1 || w.exited() })
-	if code := w.stop(t); code != exitInterrupted || strings.Contains(w.stdout(), "worker running") {
-		t.Fatalf("gb worker stopped with %d (want %d) and said %q\n%s", code, exitInterrupted, w.stdout(), w.stderr())
+	if code := w.stop(t); code != exitTerminated || strings.Contains(w.stdout(), "worker running") {
+		t.Fatalf("gb worker stopped with %d (want %d) and said %q\n%s", code, exitTerminated, w.stdout(), w.stderr())
 	}
 }
 

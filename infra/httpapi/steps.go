@@ -24,7 +24,8 @@ import (
 //	order   desc (default) or asc
 //	limit   1 to 100 (default 20)
 //	chars   where texts are cut, 100 to 20000 (default 2000)
-//	full    true: nothing is cut (needs step)
+//	full    true: nothing is cut (needs step), and the answer's request holds
+//	        the system prompt and tools of the step, rebuilt from the run
 //	messages false: the steps without their messages
 func (a *api) steps(w http.ResponseWriter, r *http.Request) {
 	run, ok := a.ownedRun(w, r)
@@ -55,7 +56,34 @@ func (a *api) steps(w http.ResponseWriter, r *http.Request) {
 	if page.Steps == nil {
 		page.Steps = []jobs.Step{}
 	}
-	writeJSON(w, http.StatusOK, page)
+	if !q.Full || len(page.Steps) != 1 {
+		writeJSON(w, http.StatusOK, page)
+		return
+	}
+	req, err := a.stepRequest(r, page.Steps[0])
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, fullStep{StepPage: page, Request: req})
+}
+
+// fullStep is the answer of full=true: the page of the one step, and the
+// system prompt and tools its model call was given (jobs.StepRequest).
+type fullStep struct {
+	*jobs.StepPage
+	Request *jobs.StepRequest `json:"request"`
+}
+
+// stepRequest rebuilds what the step's model call was given besides its
+// conversation, from its run as it is now: nothing is written per step to
+// show it.
+func (a *api) stepRequest(r *http.Request, s jobs.Step) (*jobs.StepRequest, error) {
+	run, err := jobs.GetRun(r.Context(), a.Agent.Pool(), s.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("error reading run %d of step %d: %w", s.RunID, s.Step, err)
+	}
+	return a.Agent.RebuildRequest(run, s.Step)
 }
 
 // stepQuery parses the query of the steps route; a bad parameter answers
