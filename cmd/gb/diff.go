@@ -55,6 +55,13 @@ sources and citations print it.`,
 		Example: `  gb research diff 12 15
   gb research diff 12 15 -o json | jq '.sources_only_b'`,
 		Args: args(2, 2, "two research ids"),
+		// Both arguments are run ids.
+		ValidArgsFunction: func(cmd *cobra.Command, a []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(a) < 2 {
+				return completeRunIDs(cmd, a, toComplete)
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
 	}
 	o := addOutput(cmd)
 	cmd.RunE = withClient(func(ctx context.Context, c *apiClient, cmd *cobra.Command, a []string) error {
