@@ -126,7 +126,11 @@ func route(api func(context.Context, events.APIGatewayV2HTTPRequest) (events.API
 // a write's closing of connections are put around the request itself.
 func serveURL(rt *gbaws.Runtime, h http.Handler) func(context.Context, *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error) {
 	return lambdaurl.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer rt.Begin(r.Context(), r.Header.Get("X-Amzn-Request-Id"))()
+		var requestID string
+		if ev, ok := lambdaurl.RequestFromContext(r.Context()); ok {
+			requestID = ev.RequestContext.RequestID
+		}
+		defer rt.Begin(r.Context(), requestID)()
 		h.ServeHTTP(w, r)
 		if writes(r.Method) {
 			n := rt.ReleaseConns(r.Context())
