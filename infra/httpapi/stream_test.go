@@ -315,6 +315,49 @@ func TestEventStreamIsBoundedPerUser(t *testing.T) {
 	if c, code, body := openStream(t, base, b.alice, a, "", ""); c == nil {
 		t.Fatalf("after one closed: %d %s", code, body)
 	}
+
+	// Opened at once, bob's streams still stop at the bound: he has one.
+	codes := make(chan int, 6)
+	for range 6 {
+		go func() {
+			_, code, _ := openStream(t, base, b.bob, bob, "", "")
+			codes <- code
+		}()
+	}
+	counts := map[int]int{}
+	for range 6 {
+		counts[<-codes]++
+	}
+	if counts[http.StatusOK] != 1 || counts[http.StatusTooManyRequests] != 5 {
+		t.Fatalf("six streams opened at once beside one: %v; want one 200 and five 429", counts)
+	}
+}
+
+// TestEventStreamOutlivesTheWriteTimeout serves the stream from a server
+// whose write timeout (gb dev's is 60 s) is shorter than the stream: each
+// write pushes the deadline on, so heartbeats keep coming past it.
+func TestEventStreamOutlivesTheWriteTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv := httptest.NewUnstartedServer(httpapi.New(httpapi.Deps{Agent: b.agent, Notifier: b.wakes,
+		StreamHeartbeat: 100 * time.Millisecond}))
+	srv.Config.WriteTimeout = 500 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	code, run := b.call(t, b.alice, "POST", "/v1/gb/research", `{"topic":"long"}`)
+	if code != 202 {
+		t.Fatalf("create: %d %v", code, run)
+	}
+	c, code, body := openStream(t, srv.URL, b.alice, int64(run["id"].(float64)), "", "")
+	if c == nil {
+		t.Fatalf("stream: %d %s", code, body)
+	}
+	began := time.Now()
+	for time.Since(began) < 2*time.Second {
+		if _, err := c.next(); err != nil {
+			t.Fatalf("the stream ended after %v, past a write timeout of 500ms: %v", time.Since(began), err)
+		}
+	}
 }
 
 // TestEventStreamIsTheOwners checks that another user's key gets 404 on
