@@ -58,7 +58,8 @@ const (
 )
 
 // errNoStream says that the API does not serve the event stream (an older
-// server answers 404, a gateway that buffers answers 501).
+// server answers 404, a gateway that buffers answers 501), or not to this
+// user now (429: the most streams open).
 var errNoStream = errors.New("the API does not stream events")
 
 // followTree is watchTree over the event stream when the API serves it,
@@ -76,7 +77,7 @@ func followTree(ctx context.Context, c *apiClient, id, after int64, each func([]
 // streamTree reads the tree's event stream, reconnecting with
 // Last-Event-ID when it drops, until its end event. Events up to seq
 // after are skipped. It fails with errNoStream when the first request
-// finds no stream to read.
+// finds no stream to read or is refused one.
 func streamTree(ctx context.Context, c *apiClient, id, after int64, each func([]jobs.Event) error) error {
 	var lastN int64
 	failures := 0
@@ -87,7 +88,10 @@ func streamTree(ctx context.Context, c *apiClient, id, after int64, each func([]
 		}
 		var ae *apiError
 		if errors.As(err, &ae) {
-			if first && (ae.Status == http.StatusNotFound || ae.Status == http.StatusNotImplemented) {
+			// No stream here, or the user has the most streams open: the
+			// long poll follows as well, a little later.
+			if first && (ae.Status == http.StatusNotFound || ae.Status == http.StatusNotImplemented ||
+				ae.Status == http.StatusTooManyRequests) {
 				return errNoStream
 			}
 			if ae.Status < 500 && ae.Status != http.StatusTooManyRequests {

@@ -65,7 +65,8 @@ func (w *cutWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // followStack serves the API over a working agent (offline model), its
 // stream route answered by stream: "ok" serves it (its first connection
 // cut after two events), "501" is a deployment that cannot stream, "404"
-// a server that has no such route.
+// a server that has no such route, "429" a user with the most streams
+// open.
 func followStack(t *testing.T, stream string) (*apiClient, *requestLog, *jobs.Agent) {
 	t.Helper()
 	ctx := context.Background()
@@ -114,6 +115,10 @@ func followStack(t *testing.T, stream string) (*apiClient, *requestLog, *jobs.Ag
 		switch {
 		case isStream && stream == "404":
 			http.NotFound(w, r)
+		case isStream && stream == "429":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":{"code":"too_many_streams","message":"you already have 4 event streams open"}}`))
 		case isStream && stream == "ok":
 			cut := false
 			cuts.Do(func() { cut = true })
@@ -137,11 +142,11 @@ func followStack(t *testing.T, stream string) (*apiClient, *requestLog, *jobs.Ag
 // over the event stream whose first connection drops after two events:
 // the follow reconnects with Last-Event-ID and hands on every event of
 // the tree once, in order, with no long poll. Where the stream route
-// answers 501 or 404, the follow falls back to the long poll and hands on
-// the same.
+// answers 501, 404 or 429, the follow falls back to the long poll and
+// hands on the same.
 func TestFollowReadsTheStream(t *testing.T) {
 	t.Parallel()
-	for _, stream := range []string{"ok", "501", "404"} {
+	for _, stream := range []string{"ok", "501", "404", "429"} {
 		t.Run(stream, func(t *testing.T) {
 			t.Parallel()
 			c, log, agent := followStack(t, stream)

@@ -133,6 +133,10 @@ func (a *api) pump(ctx context.Context, s *sse, st *streamState) {
 			return jobs.WaitEvents(ctx, a.Agent.Pool(), jobs.EventWait{RootID: st.root, After: st.after,
 				Limit: streamPage, Wait: wait, Notifier: a.Notifier, Fallback: a.EventFallback})
 		})
+		if errors.Is(err, jobs.ErrNotFound) {
+			a.finish(ctx, s, st, "deleted") // the tree was deleted while the stream waited
+			return
+		}
 		if err != nil {
 			a.streamFailed(ctx, s, st, err)
 			return

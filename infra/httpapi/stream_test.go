@@ -413,3 +413,38 @@ func compact(t testing.TB, b []byte) string {
 	}
 	return string(out)
 }
+
+// TestEventStreamEndsWhenTheTreeIsDeleted deletes a research while its
+// stream waits: the stream ends with an end event of status deleted.
+func TestEventStreamEndsWhenTheTreeIsDeleted(t *testing.T) {
+	t.Parallel()
+	b, base := streamBundle(t, httpapi.Deps{})
+	code, run := b.call(t, b.alice, "POST", "/v1/gb/research", `{"topic":"to delete"}`)
+	if code != 202 {
+		t.Fatalf("create: %d %v", code, run)
+	}
+	id := int64(run["id"].(float64))
+	c, code, body := openStream(t, base, b.alice, id, "", "")
+	if c == nil {
+		t.Fatalf("stream: %d %s", code, body)
+	}
+	deleted := false
+	for {
+		f, err := c.next()
+		if err != nil {
+			t.Fatalf("the stream dropped without an end: %v", err)
+		}
+		if f.comment && !deleted {
+			if code, _ := b.call(t, b.alice, "DELETE", fmt.Sprintf("/v1/gb/research/%d", id), ""); code != 204 {
+				t.Fatalf("delete: %d", code)
+			}
+			deleted = true
+		}
+		if f.event != "" {
+			if f.event != "end" || !strings.Contains(f.data, `"status":"deleted"`) {
+				t.Fatalf("the stream of a deleted tree ended with %s %s", f.event, f.data)
+			}
+			return
+		}
+	}
+}

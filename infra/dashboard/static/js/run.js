@@ -198,7 +198,8 @@ export function runView(root, id, app) {
         setLive('on', 'live');
       } catch (e) {
         if (signal.aborted) return;
-        if (first && e instanceof APIError && (e.status === 404 || e.status === 501)) return poll();
+        // No stream here (404, 501), or the user has the most open (429).
+        if (first && e instanceof APIError && [404, 429, 501].includes(e.status)) return poll();
         if (!app.failed(e)) return;
         failures++;
         setLive('error', 'retrying: ' + e.message);
