@@ -189,6 +189,7 @@ func TestEventStreamResumesWithLastEventID(t *testing.T) {
 		t.Fatalf("reconnect: %d %s", code, body)
 	}
 	heartbeats, live := 0, false
+	var landed time.Time // when the first live event was committed
 	var end sseFrame
 	for {
 		f, err := c.next()
@@ -204,6 +205,7 @@ func TestEventStreamResumesWithLastEventID(t *testing.T) {
 			if !live && len(order) == 9 {
 				// Idle and caught up: events land live, then the end.
 				live = true
+				landed = time.Now()
 				addEvents(t, b, id, 2, "live")
 				if code, _ := b.call(t, b.alice, "POST", fmt.Sprintf("/v1/gb/research/%d/cancel", id), ""); code != 200 {
 					t.Fatalf("cancel: %d", code)
@@ -218,6 +220,9 @@ func TestEventStreamResumesWithLastEventID(t *testing.T) {
 				t.Fatal("an event after the end")
 			}
 			take(f)
+			if live && order[len(order)-1] == 10 {
+				t.Logf("the first live event reached the client %v after its commit began", time.Since(landed))
+			}
 		}
 	}
 	if !live || heartbeats == 0 {
