@@ -62,7 +62,7 @@ func researchEventsCmd() *cobra.Command {
 			return printEvents(out, p.Events)
 		}
 		header := true
-		return watchTree(ctx, c, id, after, func(evs []jobs.Event) error {
+		return followTree(ctx, c, id, after, func(evs []jobs.Event) error {
 			if asJSON {
 				for _, e := range evs {
 					b, err := json.Marshal(e) // one object a line

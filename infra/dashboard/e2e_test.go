@@ -102,10 +102,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(tree) != 4 || tree[0].ID != started || tree[0].Status != jobs.StatusSucceeded {
 		t.Fatalf("run %d: tree of %d runs, root %s; want a succeeded root and 3 sub-agents", started, len(tree), tree[0].Status)
 	}
-	// The page followed the tree by long polls, not by a request per tick.
-	t.Logf("%d requests for events, %d of them long polls", s.eventPolls.Load(), s.longPolls.Load())
-	if s.longPolls.Load() == 0 {
-		t.Error("the dashboard never long-polled the events")
+	// The run's page followed the tree by its event stream, the runs list
+	// by long polls, not by a request per tick.
+	t.Logf("%d requests for events, %d of them long polls; %d event streams", s.eventPolls.Load(), s.longPolls.Load(), s.streams.Load())
+	if s.streams.Load() == 0 {
+		t.Error("the dashboard never opened an event stream")
 	}
 	if n := s.longPollsFor(late.ID); n != 0 {
 		t.Errorf("the dashboard long-polled the events of timed-out run %d %d times, want none", late.ID, n)
@@ -118,10 +119,12 @@ func TestDashboardInBrowser(t *testing.T) {
 // runs list follow the waiting run by a long poll on its tree rather than
 // by reading the list again, and answers it in the page's answer box. The research it started must have asked
 // once, been answered once by its owner, and written its report from the
-// answer.
+// answer. The stack answers the event stream 501, as the HTTP API of the
+// Lambda deployment does: the page must follow the run by the long poll.
 func TestDashboardAnswersAQuestionInBrowser(t *testing.T) {
 	node := browserTools(t)
 	s := startStack(t, 0, false)
+	s.noStream.Store(true)
 	var id int64
 	for _, line := range runScript(t, node, s, screenshotDir(t, ""), "run.mjs", []string{"E2E_ASK=1"}) {
 		if v, ok := strings.CutPrefix(line, "asked run "); ok {
@@ -147,6 +150,10 @@ func TestDashboardAnswersAQuestionInBrowser(t *testing.T) {
 	}
 	if asked != 1 || byOwner != 1 {
 		t.Errorf("run %d asked %d times and was answered by its owner %d times, want 1 and 1", id, asked, byOwner)
+	}
+	if s.streams.Load() == 0 || s.longPollsFor(id) == 0 {
+		t.Errorf("%d event streams refused, %d long polls of run %d: want the page to try the stream, then long-poll",
+			s.streams.Load(), s.longPollsFor(id), id)
 	}
 }
 

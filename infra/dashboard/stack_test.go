@@ -40,6 +40,10 @@ type stack struct {
 	// eventPolls counts the requests for events, longPolls those that
 	// asked to wait; with ignoreWait set, the server does not see wait.
 	eventPolls, longPolls atomic.Int64
+	// streams counts the requests for event streams; with noStream set,
+	// they are answered 501, as behind a gateway that cannot stream.
+	streams  atomic.Int64
+	noStream atomic.Bool
 	ignoreWait            bool
 	// longPollsOf counts the long polls by path (/v1/gb/research/ID/events).
 	mu          sync.Mutex
@@ -140,6 +144,15 @@ func startStack(t *testing.T, modelDelay time.Duration, ignoreWait bool) *stack 
 			gate.release()
 			w.WriteHeader(http.StatusNoContent)
 			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/events/stream") {
+			st.streams.Add(1)
+			if st.noStream.Load() {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusNotImplemented)
+				_, _ = w.Write([]byte(`{"error":{"code":"stream_unavailable","message":"this gateway buffers answers"}}`))
+				return
+			}
 		}
 		if strings.HasSuffix(r.URL.Path, "/events") {
 			st.eventPolls.Add(1)

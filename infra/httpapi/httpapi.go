@@ -55,6 +55,7 @@ var Routes = []Route{
 	{"POST", "/v1/gb/research/{id}/cancel"},
 	{"GET", "/v1/gb/research/{id}/tree"},
 	{"GET", "/v1/gb/research/{id}/events"},
+	{"GET", "/v1/gb/research/{id}/events/stream"},
 	{"GET", "/v1/gb/research/{id}/messages"},
 	{"POST", "/v1/gb/research/{id}/messages"},
 	{"GET", "/v1/gb/research/{id}/sources"},
@@ -94,6 +95,19 @@ type Deps struct {
 	// EventFallback is how often a long poll re-reads the events whatever
 	// the notifier says; 0 means jobs.EventFallbackDefault.
 	EventFallback time.Duration
+	// StreamHeartbeat is how long an event stream stays silent before a
+	// heartbeat; 0 means DefaultStreamHeartbeat.
+	StreamHeartbeat time.Duration
+	// StreamMaxDuration is how long one event stream stays open before it
+	// closes for its client to reconnect; 0 means DefaultStreamMaxDuration.
+	StreamMaxDuration time.Duration
+	// MaxStreamsPerUser bounds the event streams a user has open at once;
+	// 0 means DefaultMaxStreamsPerUser.
+	MaxStreamsPerUser int
+	// NoStream, when set, is why this deployment cannot stream (a gateway
+	// that buffers answers): the stream route answers 501 with it, and
+	// clients follow with the long poll.
+	NoStream string
 	// Tracer, when set, serves each request in a span that continues the
 	// request's W3C traceparent (tracing.go); nil traces nothing.
 	Tracer trace.TracerProvider
@@ -111,25 +125,29 @@ func New(d Deps) http.Handler {
 	a := &api{Deps: d}
 	a.Logger = cmp.Or(d.Logger, slog.Default()).With("component", "api")
 	a.DBTimeout = cmp.Or(d.DBTimeout, DefaultDBTimeout)
+	a.StreamHeartbeat = cmp.Or(d.StreamHeartbeat, DefaultStreamHeartbeat)
+	a.StreamMaxDuration = cmp.Or(d.StreamMaxDuration, DefaultStreamMaxDuration)
+	a.MaxStreamsPerUser = cmp.Or(d.MaxStreamsPerUser, DefaultMaxStreamsPerUser)
 	handlers := map[Route]http.HandlerFunc{
-		{"POST", "/v1/gb/research"}:               a.create,
-		{"GET", "/v1/gb/research"}:                a.list,
-		{"GET", "/v1/gb/research/{id}"}:           a.get,
-		{"DELETE", "/v1/gb/research/{id}"}:        a.delete,
-		{"POST", "/v1/gb/research/{id}/cancel"}:   a.cancel,
-		{"GET", "/v1/gb/research/{id}/tree"}:      a.tree,
-		{"GET", "/v1/gb/research/{id}/events"}:    a.events,
-		{"GET", "/v1/gb/research/{id}/messages"}:  a.messages,
-		{"GET", "/v1/gb/research/{id}/notes"}:     a.notes,
-		{"POST", "/v1/gb/research/{id}/messages"}: a.sendMessage,
-		{"GET", "/v1/gb/research/{id}/sources"}:   a.sources,
-		{"GET", "/v1/gb/research/{id}/steps"}:     a.steps,
-		{"GET", "/v1/gb/research/{id}/citations"}: a.citations,
-		{"POST", "/v1/gb/research/{id}/answer"}:   a.answer,
-		{"POST", "/v1/gb/research/{id}/plan"}:     a.decidePlan,
-		{"GET", "/v1/gb/keys"}:                    a.listKeys,
-		{"POST", "/v1/gb/keys"}:                   a.createKey,
-		{"DELETE", "/v1/gb/keys/{id}"}:            a.revokeKey,
+		{"POST", "/v1/gb/research"}:                   a.create,
+		{"GET", "/v1/gb/research"}:                    a.list,
+		{"GET", "/v1/gb/research/{id}"}:               a.get,
+		{"DELETE", "/v1/gb/research/{id}"}:            a.delete,
+		{"POST", "/v1/gb/research/{id}/cancel"}:       a.cancel,
+		{"GET", "/v1/gb/research/{id}/tree"}:          a.tree,
+		{"GET", "/v1/gb/research/{id}/events"}:        a.events,
+		{"GET", "/v1/gb/research/{id}/events/stream"}: a.eventStream,
+		{"GET", "/v1/gb/research/{id}/messages"}:      a.messages,
+		{"GET", "/v1/gb/research/{id}/notes"}:         a.notes,
+		{"POST", "/v1/gb/research/{id}/messages"}:     a.sendMessage,
+		{"GET", "/v1/gb/research/{id}/sources"}:       a.sources,
+		{"GET", "/v1/gb/research/{id}/steps"}:         a.steps,
+		{"GET", "/v1/gb/research/{id}/citations"}:     a.citations,
+		{"POST", "/v1/gb/research/{id}/answer"}:       a.answer,
+		{"POST", "/v1/gb/research/{id}/plan"}:         a.decidePlan,
+		{"GET", "/v1/gb/keys"}:                        a.listKeys,
+		{"POST", "/v1/gb/keys"}:                       a.createKey,
+		{"DELETE", "/v1/gb/keys/{id}"}:                a.revokeKey,
 	}
 	maps.Copy(handlers, a.webhookHandlers())
 	public := map[Route]http.HandlerFunc{
@@ -152,7 +170,7 @@ func New(d Deps) http.Handler {
 	// No catch-all pattern: it would turn the mux's 405s into 404s. The
 	// mux's own 404, 405 and redirect answers get JSON bodies from
 	// jsonErrors instead.
-	return traced(d.Tracer, d.Meter, mux, jsonErrors(limitHeaders(withTimeout(a.DBTimeout, mux))))
+	return traced(d.Tracer, d.Meter, mux, jsonErrors(limitHeaders(withTimeout(a.DBTimeout, a.StreamMaxDuration, mux))))
 }
 
 type userKey struct{}

@@ -21,10 +21,16 @@ const MaxHeaderBytes = 32 << 10
 const maxWaitSeconds = int(jobs.MaxEventWait / time.Second)
 
 // withTimeout bounds the work of each request, its database calls
-// included, with a context deadline; a long poll (?wait=S) gets S more.
-func withTimeout(d time.Duration, next http.Handler) http.Handler {
+// included, with a context deadline; a long poll (?wait=S) gets S more,
+// and an event stream its whole life, stream (it bounds each of its
+// database calls by d itself).
+func withTimeout(d, stream time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), d+longPoll(r))
+		extra := longPoll(r)
+		if isEventStream(r) {
+			extra = stream + streamMargin
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), d+extra)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -109,6 +110,13 @@ func validated(t testing.TB, h http.Handler) http.Handler {
 		var seen bytes.Buffer
 		r.Body = io.NopCloser(io.TeeReader(r.Body, &seen))
 		rec := httptest.NewRecorder()
+		if strings.HasSuffix(r.URL.Path, "/events/stream") {
+			// A stream goes out as it is written, and is checked once it
+			// has ended.
+			h.ServeHTTP(&streamTee{w: w, rec: rec}, r)
+			checkExchange(t, router, r, seen.Bytes(), rec)
+			return
+		}
 		h.ServeHTTP(rec, r)
 		if _, err := io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20)); err == nil {
 			checkExchange(t, router, r, seen.Bytes(), rec)
@@ -119,6 +127,38 @@ func validated(t testing.TB, h http.Handler) http.Handler {
 		w.WriteHeader(rec.Code)
 		_, _ = w.Write(rec.Body.Bytes())
 	})
+}
+
+// streamTee writes an answer to w as it comes, flushes included, and
+// records it in rec too.
+type streamTee struct {
+	w     http.ResponseWriter
+	rec   *httptest.ResponseRecorder
+	wrote bool
+}
+
+func (s *streamTee) Header() http.Header { return s.w.Header() }
+
+func (s *streamTee) WriteHeader(code int) {
+	if s.wrote {
+		return
+	}
+	s.wrote = true
+	maps.Copy(s.rec.Header(), s.w.Header())
+	s.rec.WriteHeader(code)
+	s.w.WriteHeader(code)
+}
+
+func (s *streamTee) Write(p []byte) (int, error) {
+	s.WriteHeader(http.StatusOK)
+	s.rec.Write(p)
+	return s.w.Write(p)
+}
+
+func (s *streamTee) Flush() { http.NewResponseController(s.w).Flush() }
+
+func init() {
+	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.FileBodyDecoder)
 }
 
 // checkExchange validates one request and its answer against the

@@ -23,8 +23,9 @@ export function runArgs(line) {
 }
 
 // notFound passes the console errors of 404 answers, which a browser logs
-// for a route the page knows may be missing.
-const notFound = (m) => /404 \(Not Found\)/.test(m.text());
+// for a route the page knows may be missing, and of 501 answers, which a
+// deployment that cannot stream gives the event stream.
+const notFound = (m) => /404 \(Not Found\)|501 \(Not Implemented\)/.test(m.text());
 
 // open starts a browser test named name against the API at base with key:
 // the screenshots folder shots, made (by default $SCREENSHOT_DIR, else

@@ -52,7 +52,7 @@ const { page, shots, t0, log, problems, check, api: apiGet, enterKey, finish } =
   options: { locale: locale.name, timezoneId: locale.timeZone },
   // The sources route answers 404 on a server that does not have it, and the
   // dashboard hides the panel then; the browser logs the 404 all the same.
-  ignore: (m) => /sources\?tree=true|404 \(Not Found\)/.test(m.text() + (m.location().url || '')),
+  ignore: (m) => /sources\?tree=true|404 \(Not Found\)|501 \(Not Implemented\)/.test(m.text() + (m.location().url || '')),
 });
 // requests records the API requests the page makes: method and URL.
 const requests = [];
@@ -157,6 +157,10 @@ async function run() {
   }
   check(seen.unended, 'the tree was seen working before it ended');
   await page.waitForSelector('#live.ended');
+  const streamed = requests.filter((r) => r.url.pathname.endsWith(`/research/${rootID}/events/stream`));
+  const polled = requests.filter((r) => r.url.pathname.endsWith(`/research/${rootID}/events`) && r.url.searchParams.get('wait') > 0);
+  check(streamed.length > 0 && polled.length === 0,
+    `the run's page followed its tree by the event stream (${streamed.length} streams), not by long polls (${polled.length})`);
   const cancel = await page.evaluate(() => ({
     same: document.querySelector('#cancel') === window.__cancel,
     shown: document.querySelector('#cancel')?.checkVisibility() ?? false,
@@ -398,9 +402,12 @@ async function checkTimedOut(id) {
   await page.waitForSelector('#live.ended');
   check(!(await page.isVisible('#cancel')), 'a timed-out run has no Cancel button');
   check(await page.textContent('#report-body') === 'This agent wrote no report.', 'a timed-out run without a report says it wrote none');
-  const polls = requests.slice(from).filter((r) => r.url.pathname.endsWith(`/research/${id}/events`));
-  check(polls.length > 0 && polls.every((r) => (r.url.searchParams.get('wait') || '0') === '0'),
-    'the events of a timed-out tree are read without a long poll: ' + polls.map((r) => r.url.search).join(' '));
+  // Its event stream ends at once (the tree has ended); a long poll, were
+  // there one, would not wait.
+  const reads = requests.slice(from).filter((r) => r.url.pathname.endsWith(`/research/${id}/events`) ||
+    r.url.pathname.endsWith(`/research/${id}/events/stream`));
+  check(reads.length > 0 && reads.every((r) => r.url.pathname.endsWith('/stream') || (r.url.searchParams.get('wait') || '0') === '0'),
+    'the events of a timed-out tree are read without a long poll: ' + reads.map((r) => r.url.pathname + r.url.search).join(' '));
   await page.screenshot({ path: path.join(shots, 'timed-out.png'), fullPage: true });
 
   await page.click('#nav a[href="#/"]');

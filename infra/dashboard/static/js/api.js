@@ -57,3 +57,64 @@ export function sleep(ms, signal) {
     if (signal) signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
   });
 }
+
+// streamEvents reads the Server-Sent Events of path (a tree's event
+// stream) after event number lastID, calling onEvents with each batch of
+// decoded events as they come. It uses fetch rather than EventSource,
+// which cannot send the bearer key, and so sends Last-Event-ID itself. It
+// resolves when the connection ends: { ended } says whether the stream's
+// end event came, lastID is the number of the last event handed on, and
+// progressed whether anything came at all. An answer that is not a stream
+// throws APIError (404 from a server without the route, 501 from one
+// behind a gateway that cannot stream).
+export async function streamEvents(path, { lastID = 0, signal, onEvents }) {
+  const headers = { Authorization: 'Bearer ' + session.key, Accept: 'text/event-stream' };
+  if (lastID > 0) headers['Last-Event-ID'] = String(lastID);
+  const res = await fetch(base + path, { headers, signal, cache: 'no-store', credentials: 'omit' });
+  if (!res.ok || !(res.headers.get('Content-Type') || '').startsWith('text/event-stream')) {
+    const text = await res.text();
+    let e = {};
+    try { e = (JSON.parse(text) || {}).error || {}; } catch { e = {}; }
+    const status = res.ok ? 501 : res.status;
+    throw new APIError(status, e.code || 'http_' + status, e.field, e.message || res.statusText || 'no event stream');
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '', event = '', data = '', progressed = false;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return { ended: false, lastID, progressed };
+      progressed = true;
+      buf += value;
+      const batch = [];
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        let line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (line.endsWith('\r')) line = line.slice(0, -1);
+        if (line !== '') {
+          if (line.startsWith(':')) continue; // a heartbeat
+          const c = line.indexOf(':');
+          const k = c < 0 ? line : line.slice(0, c);
+          let v = c < 0 ? '' : line.slice(c + 1);
+          if (v.startsWith(' ')) v = v.slice(1);
+          if (k === 'event') event = v;
+          else if (k === 'data') data += v;
+          continue;
+        }
+        if (event === 'end') {
+          if (batch.length) onEvents(batch);
+          return { ended: true, lastID, progressed };
+        }
+        if (event === '' && data !== '') {
+          const ev = JSON.parse(data);
+          if (ev.n > lastID) { lastID = ev.n; batch.push(ev); }
+        }
+        event = ''; data = '';
+      }
+      if (batch.length) onEvents(batch);
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}

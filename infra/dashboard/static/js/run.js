@@ -1,9 +1,12 @@
 // The page of one run. Its tree, report, messages and sources are loaded
 // once, then again each time the tree's event timeline grows; the timeline
-// is long-polled (after=N&wait=20). A server that answers at once instead
-// of waiting is polled again after a short pause. Polling stops when every
-// run of the tree has ended and no event is left to read.
-import { api, sleep, APIError } from './api.js';
+// is read from the tree's event stream (Server-Sent Events, resumed with
+// Last-Event-ID when it drops) until its end. Where the API cannot stream
+// (404, 501) it is long-polled (after=N&wait=20) instead; a server that
+// answers at once instead of waiting is polled again after a short pause.
+// Polling stops when every run of the tree has ended and no event is left
+// to read.
+import { api, sleep, APIError, streamEvents } from './api.js';
 import { h } from './dom.js';
 import { ended } from './format.js';
 import { renderHead, renderTree, renderReport, eventRow, renderMessages, renderSources } from './panels.js';
@@ -172,10 +175,44 @@ export function runView(root, id, app) {
     }
   }
 
+  // follow reads the event stream until the tree's end, reconnecting after
+  // the last event it has when the stream drops, and falls back to poll
+  // where the API does not stream.
+  async function follow() {
+    let lastID = 0, failures = 0, first = true;
+    while (!signal.aborted && !state.gone) {
+      try {
+        const r = await streamEvents('/v1/gb/research/' + id + '/events/stream', { lastID, signal, onEvents(evs) {
+          addEvents(evs);
+          scheduleRefresh();
+          setLive('on', 'live');
+        } });
+        lastID = r.lastID;
+        if (r.ended) {
+          state.finished = true;
+          scheduleRefresh();
+          setLive('ended', 'ended');
+          return;
+        }
+        failures = r.progressed ? 0 : failures + 1;
+        setLive('on', 'live');
+      } catch (e) {
+        if (signal.aborted) return;
+        // No stream here (404, 501), or the user has the most open (429).
+        if (first && e instanceof APIError && [404, 429, 501].includes(e.status)) return poll();
+        if (!app.failed(e)) return;
+        failures++;
+        setLive('error', 'retrying: ' + e.message);
+      }
+      first = false;
+      await sleep(Math.min(failures, 5) * 1000, signal);
+    }
+  }
+
   (async () => {
     dirty = true;
     await refreshLoop();
-    if (!signal.aborted && !state.gone) poll();
+    if (!signal.aborted && !state.gone) follow();
   })();
   return () => ac.abort();
 }
