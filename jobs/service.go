@@ -147,9 +147,12 @@ func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, cre
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, created = nil, false
 		c, err := startChecks(ctx, tx, p)
-		if err != nil || c.existing != nil {
-			run = c.existing
+		if err != nil {
 			return err
+		}
+		if c.existing != nil {
+			run = c.existing // the schedule key's run, started before
+			return nil
 		}
 		if err := c.check(ctx, tx, p); err != nil {
 			return err
