@@ -126,9 +126,11 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 		}
 		return rows.Err()
 	})
+	stored := a.queueLoadBundle(b, id)
 	if err := a.pool.SendBatch(ctx, b).Close(); err != nil {
 		return false, fmt.Errorf("error loading run %d: %w", id, err)
 	}
+	stored()
 	if errors.Is(runErr, ErrNotFound) {
 		return false, nil // deleted while queued
 	}
@@ -216,6 +218,7 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	}
 	a.injectFault(FaultAfterModel)
 	c := newStepCommit(t, step, prelude, inputIDs, ans, started)
+	c.details.version, c.details.behaviour = a.version, a.pinOf(t.run).hash
 	if stop, err := a.beforeCommit(ctx, c, ans); err != nil || stop {
 		return false, err
 	}
