@@ -201,8 +201,8 @@ type Agent struct {
 	current      *behaviour
 	bundles      sync.Map
 	bundleStored atomic.Bool
-	river     *river.Client[pgx.Tx]
-	rate      *limiter // the shared rate limits, this process's side
+	river        *river.Client[pgx.Tx]
+	rate         *limiter // the shared rate limits, this process's side
 	// deadlines is the drain the agent runs, if any, and its steps'
 	// recent durations (deadline.go).
 	deadlines *deadlines

@@ -254,7 +254,7 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 	report := last || reportCut(conv)
 	req.MaxCompletionTokens = completionCap(p, report, unusableAttempts(t.job), a.maxCompletionFor(t.run), window, lim.tpm)
 	for {
-		out, fits, compacted := a.compact(req, window, quotaRoom(lim.tpm, p, req.MaxCompletionTokens), level, t.tokenRatio)
+		out, fits, compacted := a.compact(t.run, req, window, quotaRoom(lim.tpm, p, req.MaxCompletionTokens), level, t.tokenRatio)
 		t.compaction = compacted
 		if fits || !report || req.MaxCompletionTokens <= minCompletionTokens {
 			return out, fits, nil

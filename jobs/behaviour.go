@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -173,8 +174,8 @@ func (a *Agent) currentBehaviour(set *prompts.Set, version string) (*behaviour, 
 
 // pinOf is the bundle a run's next step is made with: the deploy's with
 // GB_PIN=latest or for a run not pinned yet, else the one it is pinned
-// to, which the job's load read (a bundle the process does not hold is
-// logged and the deploy's used: the run then moves, and says so).
+// to, which the job's load read (outside a step, a bundle the process
+// does not hold is logged and the deploy's used).
 func (a *Agent) pinOf(run *Run) *behaviour {
 	if run == nil || run.Pinned == "" || run.Pinned == a.current.hash || a.config.Pin == PinLatest {
 		return a.current
@@ -182,9 +183,26 @@ func (a *Agent) pinOf(run *Run) *behaviour {
 	if bh, ok := a.bundles.Load(run.Pinned); ok {
 		return bh.(*behaviour)
 	}
-	a.logger.Warn("the bundle a run is pinned to is not loaded; the run takes this deploy's",
+	// A step never gets here (its load read the bundle); the API's and
+	// the scheduler's checks may.
+	a.logger.Debug("the bundle a run is pinned to is not loaded here; this deploy's is used",
 		"run_id", run.ID, "pinned", ShortHash(run.Pinned), "current", ShortHash(a.current.hash))
 	return a.current
+}
+
+// childPin is the bundle a sub-agent of parent starts pinned to: the one
+// parent's step is made with, when it is stored (the parent's own, or
+// this deploy's once the process stored it), else the parent's; nil
+// (pinned by its first step) when the parent is not pinned yet.
+func (a *Agent) childPin(parent *Run) *string {
+	h := a.pinOf(parent).hash
+	if h == parent.Pinned || (h == a.current.hash && a.bundleStored.Load()) {
+		return &h
+	}
+	if parent.Pinned != "" {
+		return &parent.Pinned
+	}
+	return nil
 }
 
 // storeBundleSQL stores a bundle; one already stored is left as it is.
@@ -272,13 +290,18 @@ func (a *Agent) profileFor(run *Run) llm.Profile {
 	return p
 }
 
-// maxCompletionFor is the configured completion cap a run's bundle keeps.
-func (a *Agent) maxCompletionFor(run *Run) int {
-	if n := a.pinOf(run).content.Limits.MaxCompletionTokens; n > 0 {
-		return n
-	}
-	return a.config.MaxCompletionTokens
+// limitsFor are the configured limits a run's bundle keeps (the
+// agent's own where the bundle has none).
+func (a *Agent) limitsFor(run *Run) bundleLimits {
+	l := a.pinOf(run).content.Limits
+	l.MaxCompletionTokens = cmp.Or(l.MaxCompletionTokens, a.config.MaxCompletionTokens)
+	l.PromptBudget = cmp.Or(l.PromptBudget, a.config.PromptBudget)
+	l.MaxReportChars = cmp.Or(l.MaxReportChars, a.config.MaxReportChars)
+	return l
 }
+
+// maxCompletionFor is the configured completion cap of a run's calls.
+func (a *Agent) maxCompletionFor(run *Run) int { return a.limitsFor(run).MaxCompletionTokens }
 
 // versionEvent is the event of a step that moved its run from one bundle
 // to another.

@@ -134,7 +134,7 @@ func (a *Agent) revisionFits(ctx context.Context, tx pgx.Tx, run *Run, note stri
 	}
 	p := a.profileFor(run)
 	req.MaxCompletionTokens = completionCap(p, true, 0, a.maxCompletionFor(run), p.ContextWindow, 0)
-	req, fits, _ := a.compact(req, p.ContextWindow, 0, maxCompactLevel, 1)
+	req, fits, _ := a.compact(run, req, p.ContextWindow, 0, maxCompactLevel, 1)
 	if !fits {
 		return "its note and the conversation do not fit the model's context window, even compacted", nil
 	}

@@ -447,7 +447,7 @@ func (a *Agent) findings(ctx context.Context, run *Run, why string) (string, err
 		return "", err
 	}
 	return "This agent ended before it could write its report (" + why + "). Its sub-agents:\n\n" +
-		formatReports(kids, a.config.MaxReportChars), nil
+		formatReports(kids, a.limitsFor(run).MaxReportChars), nil
 }
 
 // endAfter ends a run outside a step's commit (a rejected model call, a

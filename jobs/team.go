@@ -126,7 +126,7 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 		"name": p.Name, "reason": p.Reason, "topic": p.Task, "model": model, "dataset": parent.Dataset,
 		"max_steps": min(p.MaxSteps, at.MaxSteps), "agent_type": at.Name, "deadline": deadline,
 		"max_subagents": parent.MaxSubagents, "tree_started_at": parent.TreeStartedAt,
-		"pinned": a.pinOf(parent).hash}))
+		"pinned": a.childPin(parent)}))
 	if err != nil {
 		return nil, fmt.Errorf("error inserting sub-agent: %w", err)
 	}
@@ -253,7 +253,7 @@ func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string)
 		}
 		return "", err
 	}
-	return a.untrustedReports(awaited, a.config.MaxReportChars), nil
+	return a.untrustedReports(awaited, a.limitsFor(run).MaxReportChars), nil
 }
 
 // park makes the run wait for sub-agents, for messages or for its owner's
