@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"cmp"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -132,6 +131,23 @@ func newBehaviour(c bundleContent, version string) (*behaviour, error) {
 	return ready(&behaviour{hash: hex.EncodeToString(sum[:]), version: version, content: c, encoded: b})
 }
 
+// storedBehaviour is a bundle read back from Postgres, checked against its
+// hash.
+func storedBehaviour(hash, version, content string) (*behaviour, error) {
+	if sum := sha256.Sum256([]byte(content)); hex.EncodeToString(sum[:]) != hash {
+		return nil, fmt.Errorf("behaviour bundle %s: its content does not match its hash", ShortHash(hash))
+	}
+	bh := &behaviour{hash: hash, version: version, encoded: []byte(content)}
+	if err := json.Unmarshal(bh.encoded, &bh.content); err != nil {
+		return nil, fmt.Errorf("error decoding behaviour bundle %s: %w", ShortHash(hash), err)
+	}
+	bh, err := ready(bh)
+	if err != nil {
+		return nil, fmt.Errorf("behaviour bundle %s: %w", ShortHash(hash), err)
+	}
+	return bh, nil
+}
+
 // ready builds a bundle's lookups: its types and its tools by name.
 func ready(bh *behaviour) (*behaviour, error) {
 	if bh.content.Prompts == nil {
@@ -206,7 +222,7 @@ func (a *Agent) childPin(parent *Run) *string {
 }
 
 // storeBundleSQL stores a bundle; one already stored is left as it is.
-const storeBundleSQL = `INSERT INTO gb_behaviour_bundles (hash, content, version) VALUES ($1, $2::jsonb, $3)
+const storeBundleSQL = `INSERT INTO gb_behaviour_bundles (hash, content, version) VALUES ($1, $2, $3)
 	ON CONFLICT (hash) DO NOTHING`
 
 // pinnedBundleSQL reads the bundle run $1 is pinned to, unless it is one
@@ -226,18 +242,13 @@ func (a *Agent) queueLoadBundle(b *pgx.Batch, id int64) (after func()) {
 	if a.config.Pin != PinLatest {
 		b.Queue(pinnedBundleSQL, id, a.heldBundles()).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var hash, version string
-				var raw []byte
-				if err := rows.Scan(&hash, &raw, &version); err != nil {
+				var hash, version, content string
+				if err := rows.Scan(&hash, &content, &version); err != nil {
 					return err
 				}
-				bh := &behaviour{hash: hash, version: version}
-				if err := json.Unmarshal(raw, &bh.content); err != nil {
-					return fmt.Errorf("error decoding behaviour bundle %s: %w", ShortHash(hash), err)
-				}
-				bh, err := ready(bh)
+				bh, err := storedBehaviour(hash, version, content)
 				if err != nil {
-					return fmt.Errorf("behaviour bundle %s: %w", ShortHash(hash), err)
+					return err
 				}
 				a.bundles.Store(hash, bh)
 			}
@@ -264,19 +275,6 @@ func (a *Agent) heldBundles() []string {
 // Behaviour is the deploy's version: the gb version and the hash of its
 // bundle.
 func (a *Agent) Behaviour() (version, hash string) { return a.version, a.current.hash }
-
-// Bundle is a stored bundle's content, as JSON, and the gb version that
-// stored it.
-func Bundle(ctx context.Context, db DB, hash string) (content json.RawMessage, version string, err error) {
-	err = db.QueryRow(ctx, `SELECT content, version FROM gb_behaviour_bundles WHERE hash = $1`, hash).Scan(&content, &version)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, "", ErrNotFound
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("error reading behaviour bundle %s: %w", ShortHash(hash), err)
-	}
-	return content, version, nil
-}
 
 // profileFor is the profile a run's requests are built with: the model's,
 // with the request-shaping parts its bundle keeps.

@@ -15,22 +15,33 @@ import (
 )
 
 // systems records the system prompts a model was sent, by the topic of
-// the run that sent them.
+// the run that sent them, and the tools of each as JSON.
 type systems struct {
-	mu   sync.Mutex
-	sent map[string][]string
+	mu    sync.Mutex
+	sent  map[string][]string
+	tools map[string][]string
 }
+
+func newSystems() *systems { return &systems{sent: map[string][]string{}, tools: map[string][]string{}} }
 
 func (s *systems) add(req llm.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	b, _ := json.Marshal(req.Tools)
 	s.sent[topic(req)] = append(s.sent[topic(req)], req.System)
+	s.tools[topic(req)] = append(s.tools[topic(req)], string(b))
 }
 
 func (s *systems) of(topic string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sent[topic]
+}
+
+func (s *systems) toolsOf(topic string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tools[topic]
 }
 
 // A deploy mid-research: the first worker makes the root's steps 1 and 2
@@ -50,7 +61,7 @@ func TestDeployMidResearch(t *testing.T) {
 			ctx := context.Background()
 			pool := dbtest.NewPool(t)
 			b := setupOn(t, pool, setupOpts{noWork: true})
-			first, second := &systems{sent: map[string][]string{}}, &systems{sent: map[string][]string{}}
+			first, second := newSystems(), newSystems()
 			inStep2, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
 			old := &scriptModel{fn: func(ctx context.Context, req llm.Request) (llm.Message, error) {
@@ -133,6 +144,19 @@ func TestDeployMidResearch(t *testing.T) {
 					if !strings.HasPrefix(s, strings.TrimSpace(want)) || (mode != jobs.PinLatest && strings.Contains(s, newPrompt)) {
 						t.Fatalf("pin=%q: a request of the %s on the new deploy starts\n%.120s\nwant\n%.120s", mode, who, s, want)
 					}
+				}
+			}
+			// Pinned, the root's request on the new deploy is byte for byte
+			// the one its last step on the old deploy sent: its system prompt
+			// and its tools' schemas (read back from Postgres).
+			if mode != jobs.PinLatest {
+				before, after := first.of("deadlines"), second.of("deadlines")
+				if before[len(before)-1] != after[0] {
+					t.Fatalf("the pinned system prompt changed across the deploy:\n%s\n---\n%s", before[len(before)-1], after[0])
+				}
+				tb, ta := first.toolsOf("deadlines"), second.toolsOf("deadlines")
+				if tb[len(tb)-1] != ta[0] {
+					t.Fatalf("the pinned tool schemas changed across the deploy:\n%s\n---\n%s", tb[len(tb)-1], ta[0])
 				}
 			}
 			child, err := pool.Query(ctx, `SELECT pinned FROM gb_agent_research_runs WHERE parent_id = $1`, run.ID)

@@ -80,10 +80,19 @@ function headFacts(run) {
     ['Cost', fmtCost(run.cost_usd)],
     [run.parent_id ? 'Subtree' : 'Tree', run.tree ? treeFact(run.tree) : ''],
     ['Model', run.model],
+    run.version ? ['Version', versionFact(run.version)] : null,
     ['Dataset', run.dataset],
     ['Created', fmtDateTime(run.created_at)],
     ['Elapsed', run.elapsed || ''],
   ].filter(Boolean);
+}
+
+// versionFact is the version a run's steps are made with: the bundle of
+// prompts, types, tool schemas, profiles and limits it is pinned to, the
+// gb version that stored it, and the gb version of its last step.
+function versionFact(v) {
+  if (!v.pinned) return 'not pinned yet';
+  return 'bundle ' + v.pinned + ' (gb ' + v.bundle_version + ')' + (v.last_step ? '; last step gb ' + v.last_step : '');
 }
 
 // providerFact says what a run waiting for its provider waits for: the
