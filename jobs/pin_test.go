@@ -22,7 +22,9 @@ type systems struct {
 	tools map[string][]string
 }
 
-func newSystems() *systems { return &systems{sent: map[string][]string{}, tools: map[string][]string{}} }
+func newSystems() *systems {
+	return &systems{sent: map[string][]string{}, tools: map[string][]string{}}
+}
 
 func (s *systems) add(req llm.Request) {
 	s.mu.Lock()
