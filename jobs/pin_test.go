@@ -3,6 +3,8 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -47,13 +49,15 @@ func (s *systems) toolsOf(topic string) []string {
 }
 
 // A deploy mid-research: the first worker makes the root's steps 1 and 2
-// and stops; a worker of a new deploy, whose research prompt differs, makes
-// the rest (step 3 spawns a sub-agent, which reports, then the root
-// reports). Pinned (GB_PIN=run, the default), the root's later steps and
-// its sub-agent keep the first deploy's prompt, and the run stays on the
-// first deploy's bundle; with GB_PIN=latest they take the new prompt, and
-// step 3 records the move from the one bundle to the other. Each step
-// records the gb version whose code made it and the bundle it used.
+// and stops; a worker of a new deploy, whose research prompt differs and
+// whose agent types directory gives the operator's type "analyst" another
+// prompt, makes the rest (step 3 spawns an analyst, which reports, then
+// the root reports). Pinned (GB_PIN=run, the default), the root's later
+// steps and its sub-agent keep the first deploy's prompts and type, and
+// the run stays on the first deploy's bundle; with GB_PIN=latest they take
+// the new ones, and step 3 records the move from the one bundle to the
+// other. Each step records the gb version whose code made it and the
+// bundle it used.
 func TestDeployMidResearch(t *testing.T) {
 	t.Parallel()
 	const newPrompt = "You are a research agent of the second deploy: its prompt says so."
@@ -78,7 +82,8 @@ func TestDeployMidResearch(t *testing.T) {
 				}
 				return llm.Message{ToolCalls: []llm.ToolCall{toolCall("search", `{"query":"context deadline"}`)}}, nil
 			}}
-			a := startAgent(t, jobs.Deps{Pool: pool, Model: old, Version: "gb-one", Config: jobs.Config{Pin: mode}})
+			a := startAgent(t, jobs.Deps{Pool: pool, Model: old, Version: "gb-one", Types: analystTypes(t, "one"),
+				Config: jobs.Config{Pin: mode}})
 			run, _, err := a.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "deadlines"})
 			if err != nil {
 				t.Fatal(err)
@@ -114,12 +119,12 @@ func TestDeployMidResearch(t *testing.T) {
 					return llm.Message{Content: "report of " + topic(req)}, nil
 				case turns(req) == 2:
 					return llm.Message{ToolCalls: []llm.ToolCall{
-						toolCall("spawn_subagent", `{"name":"one","reason":"first part","task":"part one"}`)}}, nil
+						toolCall("spawn_subagent", `{"name":"one","reason":"first part","task":"part one","type":"analyst"}`)}}, nil
 				}
 				return llm.Message{ToolCalls: []llm.ToolCall{toolCall("wait_subagents", `{}`)}}, nil
 			}}
 			nb := startAgent(t, jobs.Deps{Pool: pool, Model: model, Version: "gb-two", Prompts: set,
-				Config: jobs.Config{Pin: mode}})
+				Types: analystTypes(t, "two"), Config: jobs.Config{Pin: mode}})
 			_, newHash := nb.Behaviour()
 			if newHash == oldHash {
 				t.Fatal("a new research prompt left the bundle's hash as it was")
@@ -129,9 +134,14 @@ func TestDeployMidResearch(t *testing.T) {
 				t.Fatalf("%s after %d steps: %q", done.Status, done.Steps, done.Error)
 			}
 
-			want, wantHash := prompts.Research, oldHash
+			want, wantHash, analyst := prompts.Research, oldHash, "analyst of deploy one"
 			if mode == jobs.PinLatest {
-				want, wantHash = newPrompt, newHash
+				want, wantHash, analyst = newPrompt, newHash, "analyst of deploy two"
+			}
+			for _, s := range second.of("part one") {
+				if !strings.Contains(s, analyst) {
+					t.Fatalf("pin=%q: the analyst's request does not say %q:\n%s", mode, analyst, s)
+				}
 			}
 			for _, s := range first.of("deadlines") {
 				if !strings.HasPrefix(s, strings.TrimSpace(prompts.Research)) {
@@ -234,6 +244,23 @@ func TestDeployMidResearch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// analystTypes is a types directory with the operator's type "analyst",
+// whose prompt names the deploy.
+func analystTypes(t *testing.T, deploy string) *jobs.Types {
+	t.Helper()
+	dir := t.TempDir()
+	text := "---\nname: analyst\ndescription: analyses a part\ntools: search, read\nmax_steps: 5\n---\n" +
+		"You are the analyst of deploy " + deploy + ".\n"
+	if err := os.WriteFile(filepath.Join(dir, "analyst.md"), []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	types, err := jobs.LoadTypes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return types
 }
 
 // GB_PIN takes run or latest; anything else is refused by name.
