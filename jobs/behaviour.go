@@ -39,10 +39,6 @@ const (
 	PinLatest = "latest"
 )
 
-// EventVersion records that a run moved to another bundle: data from and
-// to, the bundles' hashes.
-const EventVersion = "version"
-
 // checkPinMode checks a Config.Pin ("" is PinRun).
 func checkPinMode(field, mode string) error {
 	switch mode {

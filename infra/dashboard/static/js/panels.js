@@ -199,6 +199,8 @@ function detail(ev) {
     case 'completed': return d.steps !== undefined ? d.steps + ' steps' : '';
     case 'failed': case 'cancelled': case 'budget_exhausted': return d.error || '';
     case 'repaired': return [d.action, d.why].filter(Boolean).join(': ');
+    case 'version': return 'step ' + d.step + ' moved to this deploy\'s bundle ' + String(d.to || '').slice(0, 12) +
+      ' from ' + String(d.from || '').slice(0, 12) + ' (GB_PIN=latest)';
     default: return JSON.stringify(d);
   }
 }
