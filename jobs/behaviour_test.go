@@ -16,8 +16,8 @@ func TestBundleHash(t *testing.T) {
 	t.Parallel()
 	content := func() bundleContent {
 		return bundleContent{Prompts: prompts.Embedded(),
-			Types: []*AgentType{{Name: "researcher", Description: "d", MaxSteps: 5, Prompt: "p"}},
-			Tools: []llm.ToolSpec{{Name: "search", Description: "s", Parameters: []byte(`{"type":"object"}`)}},
+			Types:  []*AgentType{{Name: "researcher", Description: "d", MaxSteps: 5, Prompt: "p"}},
+			Tools:  []llm.ToolSpec{{Name: "search", Description: "s", Parameters: []byte(`{"type":"object"}`)}},
 			Limits: bundleLimits{MaxCompletionTokens: 1000}}
 	}
 	hash := func(c bundleContent, version string) string {
