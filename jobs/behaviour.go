@@ -48,10 +48,19 @@ func checkPinMode(field, mode string) error {
 	return fmt.Errorf("%s: %q is not a pin mode; the modes are %s and %s", field, mode, PinRun, PinLatest)
 }
 
-// BuildVersion is the version of this binary: its main module's version
-// and its commit (with +dirty for uncommitted changes), as the Go build
-// recorded them; "dev" when it recorded neither.
+// stamped is the gb version a build stamps in with -ldflags
+// "-X github.com/gbresearch/gb/jobs.stamped=..." (the Makefile's
+// GB_VERSION).
+var stamped string
+
+// BuildVersion is the version of this binary: the one its build stamped
+// in, else its main module's version and its commit (with +dirty for
+// uncommitted changes) as the Go build recorded them; "dev" when it
+// recorded neither.
 func BuildVersion() string {
+	if stamped != "" {
+		return stamped
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "dev"

@@ -1,6 +1,7 @@
 package lambdatest_test
 
 import (
+	"bytes"
 	"context"
 	"debug/buildinfo"
 	"debug/elf"
@@ -101,9 +102,22 @@ func TestMakeTargets(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("builds every function for arm64")
 	}
+	// The worker's steps record the gb version the Makefile stamps in
+	// (GB_VERSION: git describe of the tree; jobs.BuildVersion).
+	out, err := exec.Command("git", "-C", lambdatest.ModuleRoot(t), "describe", "--tags", "--always", "--dirty").Output()
+	if err != nil {
+		t.Fatalf("git describe: %v", err)
+	}
+	version := strings.TrimSpace(string(out))
 	for _, name := range []string{"ApiFunction", "WorkerFunction", "SchedulerFunction", "MigrateFunction"} {
-		size := checkBootstrap(t, makeBuild(t, name, false), elf.EM_AARCH64)
+		path := makeBuild(t, name, false)
+		size := checkBootstrap(t, path, elf.EM_AARCH64)
 		t.Logf("%s: arm64 bootstrap of %.1f MB", name, float64(size)/(1<<20))
+		if name == "WorkerFunction" {
+			if b, err := os.ReadFile(path); err != nil || !bytes.Contains(b, []byte(version)) {
+				t.Errorf("the worker's bootstrap does not hold the gb version %q (%v)", version, err)
+			}
+		}
 	}
 }
 
