@@ -71,7 +71,9 @@ func (a *Agent) work(ctx context.Context, job *river.Job[StepArgs]) error {
 // load reads, in one round trip, the run the job works on (marking it
 // thinking when the job will make a step), its tree's budget, its
 // conversation, its parent's unread inputs, the provider's token ratio of
-// its latest call and the refusals of its calls that did not fit. It
+// its latest call, the refusals of its calls that did not fit, and the
+// behaviour bundle it is pinned to when the process does not hold it
+// (behaviour.go; the process's own is stored with its first load). It
 // returns false when there is nothing to do: the run was deleted, ended,
 // is parked, or has not reached the step the job was made for. A retried
 // job goes on from the run's last committed step.
