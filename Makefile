@@ -29,7 +29,12 @@ pkg_MigrateFunction   := ./functions/migrate
 
 # A static linux executable named bootstrap, as provided.al2023 runs it;
 # lambda.norpc leaves out the RPC mode only the retired go1.x runtime used.
-GO_BUILD = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build -trimpath -tags lambda.norpc -ldflags '$(LDFLAGS)'
+# GB_VERSION is the gb version stamped into the binaries, which every step
+# a worker makes records (jobs.BuildVersion): git describe of the source
+# tree when it is a git checkout; empty leaves the Go build's own.
+GB_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+STAMP = $(if $(GB_VERSION),-X github.com/gbresearch/gb/jobs.stamped=$(GB_VERSION))
+GO_BUILD = CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build -trimpath -tags lambda.norpc -ldflags '$(LDFLAGS) $(STAMP)'
 
 .PHONY: lambdas $(addprefix build-,$(FUNCTIONS))
 

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gbresearch/gb/jobs/llm"
+	"github.com/gbresearch/gb/jobs/prompts"
 )
 
 // Defaults of Config.
@@ -119,6 +120,11 @@ type Config struct {
 	// Outage says how long and how steps wait out a provider that is down
 	// (breaker.go, outage.go).
 	Outage OutageConfig
+	// Pin says whether a research keeps the prompts, types, tool schemas,
+	// profiles and limits it started with across deploys (PinRun, the
+	// default) or takes the deploy's at its next step (PinLatest); see
+	// behaviour.go.
+	Pin string
 }
 
 func (c Config) withDefaults() Config {
@@ -153,6 +159,9 @@ func (c Config) validate() error {
 	if err := checkCitationsMode("Citations", c.Citations); err != nil {
 		return err
 	}
+	if err := checkPinMode("Pin", c.Pin); err != nil {
+		return err
+	}
 	if c.MaxSubagents != nil && (*c.MaxSubagents < 0 || *c.MaxSubagents > MaxSubagentsPerTree) {
 		return fmt.Errorf("MaxSubagents must be 0 to %d", MaxSubagentsPerTree)
 	}
@@ -184,8 +193,16 @@ type Agent struct {
 	webhooks  WebhookSender
 	types     *Types
 	models    []llm.Model // the models a sub-agent may be given, the default first
-	river     *river.Client[pgx.Tx]
-	rate      *limiter // the shared rate limits, this process's side
+	// version is this binary's gb version; current is the deploy's
+	// behaviour bundle, bundles those of other deploys that runs are
+	// pinned to, by hash, and bundleStored says current is in Postgres
+	// (behaviour.go).
+	version      string
+	current      *behaviour
+	bundles      sync.Map
+	bundleStored atomic.Bool
+	river        *river.Client[pgx.Tx]
+	rate         *limiter // the shared rate limits, this process's side
 	// deadlines is the drain the agent runs, if any, and its steps'
 	// recent durations (deadline.go).
 	deadlines *deadlines
@@ -253,6 +270,12 @@ type Deps struct {
 	// Types is the registry of sub-agent types; nil means the built-in
 	// ones (LoadTypes("")).
 	Types *Types
+	// Prompts are the parts of agents' system prompts; nil means the
+	// embedded ones (prompts.Embedded).
+	Prompts *prompts.Set
+	// Version is the gb version recorded with the bundle and each step;
+	// "" means BuildVersion.
+	Version string
 	// Work makes the River client able to work jobs (a worker); without it
 	// the client only inserts (the API and the scheduler).
 	Work bool
@@ -296,6 +319,14 @@ func New(d Deps) (*Agent, error) {
 			return nil, err
 		}
 		a.types = types
+	}
+	a.version = cmp.Or(d.Version, BuildVersion())
+	set := d.Prompts
+	if set == nil {
+		set = prompts.Embedded()
+	}
+	if a.current, err = a.currentBehaviour(set, a.version); err != nil {
+		return nil, err
 	}
 	rc := &river.Config{
 		Workers:              workers,

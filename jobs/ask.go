@@ -247,14 +247,14 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 	if err != nil {
 		return req, false, err
 	}
-	p := profileOf(a.modelFor(t.run))
+	p := a.profileFor(t.run)
 	window := lim.effectiveWindow(p.ContextWindow)
 	// The report, or a report cut at the step's cap written again
 	// (replyNotes), gets the report's cap.
 	report := last || reportCut(conv)
-	req.MaxCompletionTokens = completionCap(p, report, unusableAttempts(t.job), a.config.MaxCompletionTokens, window, lim.tpm)
+	req.MaxCompletionTokens = completionCap(p, report, unusableAttempts(t.job), a.maxCompletionFor(t.run), window, lim.tpm)
 	for {
-		out, fits, compacted := a.compact(req, window, quotaRoom(lim.tpm, p, req.MaxCompletionTokens), level, t.tokenRatio)
+		out, fits, compacted := a.compact(t.run, req, window, quotaRoom(lim.tpm, p, req.MaxCompletionTokens), level, t.tokenRatio)
 		t.compaction = compacted
 		if fits || !report || req.MaxCompletionTokens <= minCompletionTokens {
 			return out, fits, nil
@@ -266,8 +266,8 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 // reportCapOf is the completion cap a call that writes the turn's report
 // is sent with (buildRequest), for a reply cut at a step's smaller cap.
 func (a *Agent) reportCapOf(t *turn, lim providerLimits) int {
-	p := profileOf(a.modelFor(t.run))
-	return completionCap(p, true, unusableAttempts(t.job), a.config.MaxCompletionTokens,
+	p := a.profileFor(t.run)
+	return completionCap(p, true, unusableAttempts(t.job), a.maxCompletionFor(t.run),
 		lim.effectiveWindow(p.ContextWindow), lim.tpm)
 }
 

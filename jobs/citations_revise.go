@@ -59,7 +59,7 @@ func needsRevision(res *cite.Result) bool {
 
 // reviseNote tells the root which claims lack support, worst first, within
 // reviseMaxClaims claims and reviseMaxChars characters, and what to do.
-func reviseNote(res *cite.Result) (string, error) {
+func reviseNote(set *prompts.Set, res *cite.Result) (string, error) {
 	byClaim := map[int][]cite.Pair{}
 	for _, p := range res.Pairs {
 		byClaim[p.Claim] = append(byClaim[p.Claim], p)
@@ -80,7 +80,7 @@ func reviseNote(res *cite.Result) (string, error) {
 		}
 	}
 	d.More = found - len(d.Claims)
-	return prompts.Revise(d)
+	return set.Revise(d)
 }
 
 // reviseLine is one claim of the revision note: the claim, its verdict,
@@ -103,7 +103,7 @@ func (a *Agent) planRevision(ctx context.Context, tx pgx.Tx, run *Run, res *cite
 	if run.Steps >= run.MaxSteps {
 		return "", fmt.Sprintf("no steps left (%d of %d used)", run.Steps, run.MaxSteps), nil
 	}
-	note, err = reviseNote(res)
+	note, err = reviseNote(a.pinOf(run).content.Prompts, res)
 	if err != nil {
 		return "", "", err
 	}
@@ -132,9 +132,9 @@ func (a *Agent) revisionFits(ctx context.Context, tx pgx.Tx, run *Run, note stri
 	if err != nil {
 		return "", err
 	}
-	p := profileOf(a.modelFor(run))
-	req.MaxCompletionTokens = completionCap(p, true, 0, a.config.MaxCompletionTokens, p.ContextWindow, 0)
-	req, fits, _ := a.compact(req, p.ContextWindow, 0, maxCompactLevel, 1)
+	p := a.profileFor(run)
+	req.MaxCompletionTokens = completionCap(p, true, 0, a.maxCompletionFor(run), p.ContextWindow, 0)
+	req, fits, _ := a.compact(run, req, p.ContextWindow, 0, maxCompactLevel, 1)
 	if !fits {
 		return "its note and the conversation do not fit the model's context window, even compacted", nil
 	}

@@ -27,7 +27,7 @@ func TestReviseNoteBounded(t *testing.T) {
 	add(cite.Supported, "fine [1]")
 	add(cite.Contradicted, "the opposite [1]")
 	add(cite.Unread, "never read [1]")
-	note, err := reviseNote(res)
+	note, err := reviseNote(prompts.Embedded(), res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestReviseNoteBounded(t *testing.T) {
 	for i := range 20 {
 		add(cite.Unsupported, strings.Repeat("x", 1000)+fmt.Sprint(i))
 	}
-	note, _ = reviseNote(res)
+	note, _ = reviseNote(prompts.Embedded(), res)
 	if lines := strings.Count(note, "\n- \""); lines == 0 || lines >= reviseMaxClaims || strings.Contains(note, prompts.SourcesExample) {
 		t.Errorf("note of %d long claims:\n%s", lines, note)
 	}

@@ -376,6 +376,9 @@ type record struct {
 	step  int
 	state string // the state the run is left in
 	usage llm.Usage
+	// pinned is the bundle the step was made with, which the run is left
+	// pinned to (behaviour.go).
+	pinned string
 }
 
 // newRecord prepares the record of a step: its messages, the states it
@@ -399,6 +402,10 @@ func newRecord(c *stepCommit, run *Run, env *toolEnv, msgs []llm.Message, more b
 		stepData["failed"] = env.failed
 	}
 	events := append(env.events, pendingEvent{kind: EventStep, data: stepData})
+	pinned := c.details.behaviour
+	if run.Pinned != "" && run.Pinned != pinned {
+		events = append(events, versionEvent(c.step, run.Pinned, pinned))
+	}
 	kinds, datas, err := encodeEvents(events)
 	if err != nil {
 		return nil, err
@@ -416,13 +423,13 @@ func newRecord(c *stepCommit, run *Run, env *toolEnv, msgs []llm.Message, more b
 		return nil, err
 	}
 	u, cu := c.usage, c.callUse
-	return &record{step: c.step, state: state, usage: u, args: pgx.NamedArgs{"run": run.ID, "step": c.step,
+	return &record{step: c.step, state: state, usage: u, pinned: pinned, args: pgx.NamedArgs{"run": run.ID, "step": c.step,
 		"state": state, "messages": b, "states": states, "state_steps": at,
 		"prompt_tokens": u.PromptTokens, "cached_tokens": u.CachedPromptTokens,
 		"completion_tokens": u.CompletionTokens, "reasoning_tokens": u.ReasoningTokens, "cost_usd": u.CostUSD,
 		"call": c.call.id, "call_prompt_tokens": cu.PromptTokens, "call_completion_tokens": cu.CompletionTokens,
 		"call_cost_usd": cu.CostUSD, "event_kinds": kinds, "event_data": datas, "inputs": inputIDs,
-		"sources": sources, "channel": EventsChannel, "details": details}}, nil
+		"sources": sources, "channel": EventsChannel, "details": details, "pinned": pinned}}, nil
 }
 
 // apply brings run up to date with what the record wrote.
@@ -435,6 +442,7 @@ func (r *record) apply(run *Run) {
 	run.CostUSD += r.usage.CostUSD
 	run.Steps, run.Status, run.State = r.step, StatusWorking, r.state
 	run.WaitNames, run.WaitCallID = nil, ""
+	run.Pinned = r.pinned
 }
 
 // stepStates are the states a run goes through after the model call of

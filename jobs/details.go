@@ -78,7 +78,22 @@ type RunDetails struct {
 	Subagents []SubagentSummary `json:"subagents"`
 	Tree      Totals            `json:"tree"`
 	Elapsed   string            `json:"elapsed"`
+	Version   RunVersion        `json:"version"`
 }
+
+// RunVersion is the version a run's steps are made with: its bundle
+// (Run.Pinned, shortened, and the gb version that stored it first) and
+// the gb version whose code made its last step.
+type RunVersion struct {
+	Pinned        string `json:"pinned"`
+	BundleVersion string `json:"bundle_version"`
+	LastStep      string `json:"last_step"`
+}
+
+// runVersionSQL reads a run's RunVersion.
+const runVersionSQL = `SELECT coalesce(b.version, ''),
+	coalesce((SELECT version FROM gb_agent_research_steps WHERE run_id = r.id ORDER BY step DESC LIMIT 1), '')
+	FROM gb_agent_research_runs r LEFT JOIN gb_behaviour_bundles b ON b.hash = r.pinned WHERE r.id = $1`
 
 // Details loads a run the user owns with its states, sub-agents and totals.
 func Details(ctx context.Context, db DB, userID, id int64) (*RunDetails, error) {
@@ -102,7 +117,11 @@ func Details(ctx context.Context, db DB, userID, id int64) (*RunDetails, error) 
 	if err != nil {
 		return nil, err
 	}
-	d := &RunDetails{Run: run, States: states, Subagents: []SubagentSummary{}, Tree: tree}
+	d := &RunDetails{Run: run, States: states, Subagents: []SubagentSummary{}, Tree: tree,
+		Version: RunVersion{Pinned: ShortHash(run.Pinned)}}
+	if err := db.QueryRow(ctx, runVersionSQL, id).Scan(&d.Version.BundleVersion, &d.Version.LastStep); err != nil {
+		return nil, fmt.Errorf("error reading the version of run %d: %w", id, err)
+	}
 	if d.States == nil {
 		d.States = []StateChange{}
 	}

@@ -75,7 +75,11 @@ lockTree/lockTreeByID, the tree lock every writer takes. service.go is what
 the API and the CLI call to start, cancel, read and delete researches.
 events.go is a tree's timeline, steps.go the query of its steps, details.go
 its totals, users.go the users and their API keys, unavailable.go the test
-for an unreachable database.
+for an unreachable database. behaviour.go pins a research to the version
+of what shapes it (its prompts, from jobs/prompts' Set, its agent types,
+tool schemas, model profiles and limits: a bundle stored once by hash),
+which every later step's request is built from, across deploys unless
+Config.Pin says latest.
 
 # Citations
 

@@ -47,6 +47,10 @@ const (
 	// owner, or expired at its deadline (data "by" and "decision"), and
 	// the root went on.
 	EventPlanDecided = "plan_decided"
+	// EventVersion: with GB_PIN=latest, a run's step was made with
+	// another behaviour bundle than the run's before (behaviour.go): data
+	// step, from and to, the bundles' hashes.
+	EventVersion = "version"
 )
 
 // Event is one entry of a tree's timeline. Seq grows with each event of

@@ -121,7 +121,7 @@ func (a *Agent) checkPlan(run *Run, subs []SpawnParams) error {
 		if err := p.check(); err != nil {
 			return toolErrorf("subagents[%d]: %s", i, err.Error())
 		}
-		if _, err := a.spawnType(p.Type); err != nil {
+		if _, err := a.spawnType(run, p.Type); err != nil {
 			return toolErrorf("subagents[%d]: %s", i, err.Error())
 		}
 		if p.Model != "" && a.modelNamed(p.Model) == nil {

@@ -27,7 +27,7 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 	// The tools stay listed on the last step, only forbidden, so that the
 	// prompt keeps the prefix the provider has cached.
 	for _, n := range names {
-		req.Tools = append(req.Tools, a.toolSpec(n))
+		req.Tools = append(req.Tools, a.toolSpec(run, n))
 	}
 	switch {
 	case (last || outOfBudget) && revising(msgs):
@@ -43,37 +43,38 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 	return req, nil
 }
 
-// systemPrompt joins the parts of a run's system prompt, each one given
-// only with the tools it explains (names).
+// systemPrompt joins the parts of a run's system prompt, from its bundle
+// (behaviour.go), each one given only with the tools it explains (names).
 func (a *Agent) systemPrompt(run *Run, names []string) (string, error) {
+	set := a.pinOf(run).content.Prompts
 	has := func(tools ...string) bool {
 		return slices.ContainsFunc(tools, func(t string) bool { return slices.Contains(names, t) })
 	}
 	kb, web := has(toolSearch, toolRead), has(toolWebSearch, toolFetch)
-	sources, err := prompts.Sources(kb, web)
+	sources, err := set.Sources(kb, web)
 	if err != nil {
 		return "", err
 	}
-	report, err := prompts.Report(a.reportTokens(run))
+	report, err := set.Report(a.reportTokens(run))
 	if err != nil {
 		return "", err
 	}
-	parts := []string{prompts.Research, sources, prompts.Compaction}
+	parts := []string{set.Research, sources, set.Compaction}
 	add := func(part string, ok bool) {
 		if ok {
 			parts = append(parts, part)
 		}
 	}
-	add(prompts.Knowledge, kb)
-	add(prompts.Remember, has(toolRemember))
-	add(prompts.Web, web)
+	add(set.Knowledge, kb)
+	add(set.Remember, has(toolRemember))
+	add(set.Web, web)
 	parts = append(parts, report)
 	canSpawn := has(toolSpawnSubagent)
-	add(prompts.Spawn, canSpawn)
-	add(prompts.AskOwner, has(toolAskOwner))
-	add(prompts.ProposePlan, has(toolProposePlan))
+	add(set.Spawn, canSpawn)
+	add(set.AskOwner, has(toolAskOwner))
+	add(set.ProposePlan, has(toolProposePlan))
 	if !run.IsRoot() {
-		sub, err := prompts.Subagent(prompts.SubagentData{Name: run.Name, Reason: run.Reason, CanSpawn: canSpawn})
+		sub, err := set.Subagent(prompts.SubagentData{Name: run.Name, Reason: run.Reason, CanSpawn: canSpawn})
 		if err != nil {
 			return "", err
 		}
@@ -81,7 +82,7 @@ func (a *Agent) systemPrompt(run *Run, names []string) (string, error) {
 		if at := a.runType(run); at != nil {
 			parts = append(parts, at.Prompt)
 		}
-		add(prompts.Messaging, has(toolListSiblings, toolSendMessage, toolReadMessages))
+		add(set.Messaging, has(toolListSiblings, toolSendMessage, toolReadMessages))
 	}
 	return prompts.Join(parts...), nil
 }
@@ -91,6 +92,6 @@ func (a *Agent) systemPrompt(run *Run, names []string) (string, error) {
 // any doubling a retried step gets, so that the prompt is the same on
 // every step.
 func (a *Agent) reportTokens(run *Run) int {
-	p := profileOf(a.modelFor(run))
-	return completionCap(p, true, 0, a.config.MaxCompletionTokens, p.ContextWindow, 0)
+	p := a.profileFor(run)
+	return completionCap(p, true, 0, a.maxCompletionFor(run), p.ContextWindow, 0)
 }

@@ -76,17 +76,18 @@ const recordStepSQL = `WITH run AS (
 			started_at = coalesce(started_at, now()), updated_at = now(), wait_names = '{}', wait_call_id = '',
 			prompt_tokens = prompt_tokens + @prompt_tokens, completion_tokens = completion_tokens + @completion_tokens,
 			cached_tokens = cached_tokens + @cached_tokens, reasoning_tokens = reasoning_tokens + @reasoning_tokens,
-			tokens = tokens + @prompt_tokens + @completion_tokens, cost_usd = cost_usd + @cost_usd
+			tokens = tokens + @prompt_tokens + @completion_tokens, cost_usd = cost_usd + @cost_usd,
+			pinned = @pinned
 		WHERE id = @run AND steps = @step - 1 AND status IN ('queued', 'working')
 		RETURNING id, root_id, parent_id),
 	step AS (
 		INSERT INTO gb_agent_research_steps (run_id, step, messages, prompt_tokens, completion_tokens, cost_usd,
 			cached_tokens, reasoning_tokens, model, started_at, model_ms, tool_ms, compaction, retries, retry_outcomes,
-			states, state_steps, created_at)
+			states, state_steps, version, behaviour, created_at)
 		SELECT id, @step, @messages, @prompt_tokens, @completion_tokens, @cost_usd, @cached_tokens, @reasoning_tokens, d.model, d.started_at, d.model_ms, d.tool_ms, d.compaction,
-			r.n, r.outcomes, @states::text[], @state_steps::int[], clock_timestamp()
+			r.n, r.outcomes, @states::text[], @state_steps::int[], d.version, @pinned, clock_timestamp()
 		FROM run, jsonb_to_record(@details::jsonb) AS d(model text, started_at timestamptz, model_ms int, tool_ms int,
-			compaction jsonb), (` + stepRetriesSQL + `) AS r),
+			compaction jsonb, version text), (` + stepRetriesSQL + `) AS r),
 	call AS (
 		UPDATE gb_model_calls SET status = 'settled', prompt_tokens = @call_prompt_tokens, cached_tokens = @cached_tokens,
 			completion_tokens = @call_completion_tokens, reasoning_tokens = @reasoning_tokens, cost_usd = @call_cost_usd, committed = true,
@@ -126,10 +127,11 @@ func runJobSQL(j, id string) string {
 const runByScheduleKeySQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE schedule_key = $1"
 
 // insertSubagentSQL inserts a sub-agent of @parent, in @parent's tree
-// (@root), queued, with the tree's sub-agent bound and start time.
+// (@root), queued, with the tree's sub-agent bound and start time, pinned
+// to the bundle of its parent's step (@pinned, behaviour.go).
 const insertSubagentSQL = `INSERT INTO gb_agent_research_runs
 		(user_id, parent_id, root_id, depth, name, reason, topic, model, dataset, max_steps, agent_type, deadline,
-		 max_subagents, tree_started_at)
+		 max_subagents, tree_started_at, pinned)
 	VALUES (@user, @parent, @root, @depth, @name, @reason, @topic, @model, @dataset, @max_steps, @agent_type,
-		@deadline, @max_subagents, @tree_started_at)
+		@deadline, @max_subagents, @tree_started_at, @pinned)
 	RETURNING ` + runColumns

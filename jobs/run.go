@@ -130,7 +130,10 @@ type Run struct {
 	Citations       *cite.Counts `json:"citations" db:"citations"`
 	CitationsBefore *cite.Counts `json:"citations_before,omitempty" db:"citations_before"`
 	Error           string       `json:"error" db:"error"`
-	CreatedAt       time.Time    `json:"created_at" db:"created_at"`
+	// Pinned is the hash of the behaviour bundle the run's steps are made
+	// with (behaviour.go); "" before its first step.
+	Pinned    string    `json:"pinned" db:"pinned"`
+	CreatedAt time.Time `json:"created_at" db:"created_at"`
 	// TreeStartedAt is when the run's tree started (its root's CreatedAt).
 	TreeStartedAt time.Time  `json:"-" db:"tree_started_at"`
 	StartedAt     *time.Time `json:"started_at" db:"started_at"`
@@ -182,7 +185,7 @@ const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic,
 	wait_kind, wait_until, wait_read_to, interactive, answer_timeout_s, question, answer,
 	approve_plan, plan, plan_state, plan_note, plan_call_id, report, error,
 	created_at, started_at, updated_at, ended_at, tree_started_at,
-	citations_mode, citations, citations_before, provider_wait`
+	citations_mode, citations, citations_before, provider_wait, coalesce(pinned, '') AS pinned`
 
 // runByIDSQL reads one run.
 const runByIDSQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE id = $1"

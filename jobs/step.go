@@ -71,7 +71,9 @@ func (a *Agent) work(ctx context.Context, job *river.Job[StepArgs]) error {
 // load reads, in one round trip, the run the job works on (marking it
 // thinking when the job will make a step), its tree's budget, its
 // conversation, its parent's unread inputs, the provider's token ratio of
-// its latest call and the refusals of its calls that did not fit. It
+// its latest call, the refusals of its calls that did not fit, and the
+// behaviour bundle it is pinned to when the process does not hold it
+// (behaviour.go; the process's own is stored with its first load). It
 // returns false when there is nothing to do: the run was deleted, ended,
 // is parked, or has not reached the step the job was made for. A retried
 // job goes on from the run's last committed step.
@@ -126,9 +128,11 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 		}
 		return rows.Err()
 	})
+	stored := a.queueLoadBundle(b, id)
 	if err := a.pool.SendBatch(ctx, b).Close(); err != nil {
 		return false, fmt.Errorf("error loading run %d: %w", id, err)
 	}
+	stored()
 	if errors.Is(runErr, ErrNotFound) {
 		return false, nil // deleted while queued
 	}
@@ -216,6 +220,7 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	}
 	a.injectFault(FaultAfterModel)
 	c := newStepCommit(t, step, prelude, inputIDs, ans, started)
+	c.details.version, c.details.behaviour = a.version, a.pinOf(t.run).hash
 	if stop, err := a.beforeCommit(ctx, c, ans); err != nil || stop {
 		return false, err
 	}
@@ -444,7 +449,7 @@ func (a *Agent) findings(ctx context.Context, run *Run, why string) (string, err
 		return "", err
 	}
 	return "This agent ended before it could write its report (" + why + "). Its sub-agents:\n\n" +
-		formatReports(kids, a.config.MaxReportChars), nil
+		formatReports(kids, a.limitsFor(run).MaxReportChars), nil
 }
 
 // endAfter ends a run outside a step's commit (a rejected model call, a

@@ -36,7 +36,7 @@ func (a *Agent) RebuildRequest(run *Run, step int) (*StepRequest, error) {
 	}
 	r := &StepRequest{RunID: run.ID, Step: step, Rebuilt: RebuiltFrom, System: system, Tools: []llm.ToolSpec{}}
 	for _, n := range names {
-		r.Tools = append(r.Tools, a.toolSpec(n))
+		r.Tools = append(r.Tools, a.toolSpec(run, n))
 	}
 	return r, nil
 }

@@ -117,10 +117,16 @@ type Step struct {
 	// Retries counts the model calls of the step that did not answer it
 	// (refused, rate limited, too large, unusable, cut off), each with
 	// the outcome the ledger gave it in RetryOutcomes.
-	Retries       int           `json:"retries"`
-	RetryOutcomes []string      `json:"retry_outcomes"`
-	Compaction    *Compaction   `json:"compaction"`
-	Messages      []StepMessage `json:"messages,omitempty"`
+	Retries       int         `json:"retries"`
+	RetryOutcomes []string    `json:"retry_outcomes"`
+	Compaction    *Compaction `json:"compaction"`
+	// Version is the gb version whose code made the step, Behaviour the
+	// hash of the behaviour bundle (prompts, types, tool schemas, model
+	// profiles, limits) it was made with, shortened; both "" for a step
+	// recorded before they were.
+	Version   string        `json:"version"`
+	Behaviour string        `json:"behaviour"`
+	Messages  []StepMessage `json:"messages,omitempty"`
 	// Truncated says a message text or arguments of the step were cut.
 	Truncated bool `json:"truncated"`
 	seq       int64
@@ -208,7 +214,7 @@ func stepsSQL(asc bool) string {
 	return `SELECT s.seq, s.run_id, CASE WHEN r.parent_id IS NULL THEN 'root' ELSE r.name END, s.step, s.model,
 			s.started_at, s.created_at, s.prompt_tokens, s.cached_tokens, s.completion_tokens, s.reasoning_tokens,
 			s.cost_usd::float8, s.model_ms, s.tool_ms, s.retries, s.retry_outcomes, s.compaction,
-			CASE WHEN $7 THEN s.messages END
+			s.version, s.behaviour, CASE WHEN $7 THEN s.messages END
 		FROM gb_agent_research_steps s JOIN gb_agent_research_runs r ON r.id = s.run_id
 		WHERE s.run_id = ANY($1::bigint[]) AND ($2 = 0 OR s.step = $2) AND s.step > $3 AND ($4 = 0 OR s.step < $4)
 			AND ($5 = 0 OR s.seq ` + cmp + ` $5)
@@ -221,10 +227,11 @@ func scanStep(row pgx.CollectableRow) (Step, error) {
 	var msgs []llm.Message
 	err := row.Scan(&s.seq, &s.RunID, &s.Agent, &s.Step, &s.Model, &s.StartedAt, &s.CommittedAt,
 		&s.Tokens.Prompt, &s.Tokens.Cached, &s.Tokens.Completion, &s.Tokens.Reasoning, &s.CostUSD,
-		&s.ModelMS, &s.ToolMS, &s.Retries, &s.RetryOutcomes, &s.Compaction, &msgs)
+		&s.ModelMS, &s.ToolMS, &s.Retries, &s.RetryOutcomes, &s.Compaction, &s.Version, &s.Behaviour, &msgs)
 	if err != nil {
 		return s, err
 	}
+	s.Behaviour = ShortHash(s.Behaviour)
 	if s.RetryOutcomes == nil {
 		s.RetryOutcomes = []string{}
 	}

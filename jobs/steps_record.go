@@ -46,6 +46,9 @@ type stepDetails struct {
 	toolsFrom  time.Time
 	toolTime   time.Duration
 	compaction *Compaction
+	// version is the gb version whose code made the step, behaviour the
+	// hash of the bundle it was made with (behaviour.go).
+	version, behaviour string
 }
 
 // encode is the details as recordStepSQL reads them (@details).
@@ -57,8 +60,9 @@ func (d stepDetails) encode() (string, error) {
 		ModelMS    int64       `json:"model_ms"`
 		ToolMS     int64       `json:"tool_ms"`
 		Compaction *Compaction `json:"compaction"`
+		Version    string      `json:"version"`
 	}{Model: d.model, ModelMS: max(d.modelTime.Milliseconds(), 0), ToolMS: max(tools.Milliseconds(), 0),
-		Compaction: d.compaction}
+		Compaction: d.compaction, Version: d.version}
 	if !d.started.IsZero() {
 		v.StartedAt = &d.started
 	}

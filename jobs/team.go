@@ -105,7 +105,7 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 	case inTree >= parent.MaxSubagents:
 		return nil, toolErrorf("limit reached: this research may have at most %d sub-agents in all", parent.MaxSubagents)
 	}
-	at, err := a.spawnType(p.Type)
+	at, err := a.spawnType(parent, p.Type)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,8 @@ func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams
 		"user": parent.UserID, "parent": parent.ID, "root": parent.RootID, "depth": parent.Depth + 1,
 		"name": p.Name, "reason": p.Reason, "topic": p.Task, "model": model, "dataset": parent.Dataset,
 		"max_steps": min(p.MaxSteps, at.MaxSteps), "agent_type": at.Name, "deadline": deadline,
-		"max_subagents": parent.MaxSubagents, "tree_started_at": parent.TreeStartedAt}))
+		"max_subagents": parent.MaxSubagents, "tree_started_at": parent.TreeStartedAt,
+		"pinned": a.childPin(parent)}))
 	if err != nil {
 		return nil, fmt.Errorf("error inserting sub-agent: %w", err)
 	}
@@ -252,7 +253,7 @@ func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string)
 		}
 		return "", err
 	}
-	return a.untrustedReports(awaited, a.config.MaxReportChars), nil
+	return a.untrustedReports(awaited, a.limitsFor(run).MaxReportChars), nil
 }
 
 // park makes the run wait for sub-agents, for messages or for its owner's

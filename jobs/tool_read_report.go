@@ -45,7 +45,7 @@ func readReport(ctx context.Context, env *readEnv, raw json.RawMessage) (readRes
 	case kid.Status != StatusSucceeded:
 		return readResult{}, toolErrorf("%q (run %d) ended %s without a report: %s", kid.Name, kid.ID, kid.Status, kid.Error)
 	}
-	size := env.agent.config.MaxReportChars
+	size := env.agent.limitsFor(env.run).MaxReportChars
 	part, left := pageSlice(kid.Report, args.Offset, size)
 	total := utf8.RuneCountInString(kid.Report)
 	end := min(args.Offset, total) + utf8.RuneCountInString(part)

@@ -43,5 +43,5 @@ func runWait(ctx context.Context, env *toolEnv, raw json.RawMessage) (string, er
 		env.park = &parkRequest{callID: env.callID, names: args.Names}
 		return "", nil
 	}
-	return env.agent.untrustedReports(awaited, env.agent.config.MaxReportChars), nil
+	return env.agent.untrustedReports(awaited, env.agent.limitsFor(env.run).MaxReportChars), nil
 }

@@ -103,7 +103,7 @@ func TestArgSchema(t *testing.T) {
 func TestSpawnSpecModels(t *testing.T) {
 	props := func(a *Agent) map[string]any {
 		var s map[string]any
-		if err := json.Unmarshal(a.toolSpec(toolSpawnSubagent).Parameters, &s); err != nil {
+		if err := json.Unmarshal(a.liveToolSpec(toolSpawnSubagent).Parameters, &s); err != nil {
 			t.Fatal(err)
 		}
 		return s["properties"].(map[string]any)

@@ -141,10 +141,11 @@ func toolsState(calls []llm.ToolCall) string {
 // its place in the tree, within its type's allow-list.
 func (a *Agent) toolNamesFor(run *Run) []string {
 	names := a.placeTools(run)
-	if at := a.runType(run); at != nil {
-		names = slices.DeleteFunc(names, func(n string) bool { return !at.allows(n) })
-	}
-	return names
+	at, pinned := a.runType(run), a.pinOf(run).tools
+	return slices.DeleteFunc(names, func(n string) bool {
+		_, known := pinned[n] // a tool newer than the run's bundle is not offered
+		return !known || (at != nil && !at.allows(n))
+	})
 }
 
 // placeTools lists the tools of a run's place in its tree.
@@ -180,10 +181,14 @@ func (a *Agent) offers(run *Run, name string) bool {
 	return false
 }
 
-// toolSpec is a tool's spec as a model sees it: spawn_subagent's type
-// takes its enum and description from the registry of types, and its
+// toolSpec is a tool's spec as the run's bundle keeps it (toolNamesFor
+// offers no other).
+func (a *Agent) toolSpec(run *Run, name string) llm.ToolSpec { return a.pinOf(run).tools[name] }
+
+// liveToolSpec is a tool's spec as this deploy sends it: spawn_subagent's
+// type takes its enum and description from the registry of types, and its
 // model is offered only when the operator allows more than one.
-func (a *Agent) toolSpec(name string) llm.ToolSpec {
+func (a *Agent) liveToolSpec(name string) llm.ToolSpec {
 	t := tools[name]
 	if name != toolSpawnSubagent {
 		return t.spec

@@ -32,18 +32,18 @@ const maxWallClock = 24 * time.Hour
 
 // AgentType is one sub-agent type.
 type AgentType struct {
-	Name        string
-	Description string
+	Name        string `json:"name"`
+	Description string `json:"description"`
 	// Tools is its allow-list; nil means every tool it may have at its
 	// depth.
-	Tools []string
+	Tools []string `json:"tools"`
 	// MaxSteps caps the steps of its sub-agents.
-	MaxSteps int
+	MaxSteps int `json:"max_steps"`
 	// WallClock caps how long one of its sub-agents may run, from its
 	// spawn; past it the sub-agent ends timed_out. 0 means no cap.
-	WallClock time.Duration
+	WallClock time.Duration `json:"wall_clock"`
 	// Prompt is the part of the system prompt it adds.
-	Prompt string
+	Prompt string `json:"prompt"`
 }
 
 // allows reports whether the type lets its agents call the tool.
@@ -262,25 +262,28 @@ func (a *Agent) toolAvailable(tool string) bool {
 	return true
 }
 
-// spawnType resolves spawn_subagent's type, the default when it names none;
-// an unknown type is a toolError listing the types.
-func (a *Agent) spawnType(name string) (*AgentType, error) {
+// spawnType resolves the type a parent's spawn_subagent names, among the
+// types of the parent's bundle (behaviour.go), the default when it names
+// none; an unknown type is a toolError listing the types.
+func (a *Agent) spawnType(parent *Run, name string) (*AgentType, error) {
 	if name == "" {
 		name = DefaultType
 	}
-	at, ok := a.types.Get(name)
+	types := a.pinOf(parent).types
+	at, ok := types.Get(name)
 	if !ok {
-		return nil, toolErrorf("type %q is not a sub-agent type; the types are: %s", name, strings.Join(a.types.Names(), ", "))
+		return nil, toolErrorf("type %q is not a sub-agent type; the types are: %s", name, strings.Join(types.Names(), ", "))
 	}
 	return at, nil
 }
 
-// runType is the type of a sub-agent; nil for a root or a run whose type
-// is no longer registered, which then keeps every tool of its depth.
+// runType is the type of a sub-agent, as its bundle defines it; nil for a
+// root or a run whose type is no longer registered, which then keeps
+// every tool of its depth.
 func (a *Agent) runType(run *Run) *AgentType {
 	if run.AgentType == "" {
 		return nil
 	}
-	at, _ := a.types.Get(run.AgentType)
+	at, _ := a.pinOf(run).types.Get(run.AgentType)
 	return at
 }

@@ -315,6 +315,7 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 	}
 	t.row("cost", fmt.Sprintf("$%.4f", d.CostUSD))
 	t.row("model", d.Model)
+	t.row("version", versionLine(d.Version))
 	t.row("tree", fmt.Sprintf("%s (%d working) · %s%s · $%.4f%s", count(d.Tree.Runs, "agent"), d.Tree.Working, count(d.Tree.Tokens, "token"),
 		tokenParts(d.Tree.CachedTokens, d.Tree.ReasoningTokens), d.Tree.CostUSD, estimatedNote(d.Tree.EstimatedCalls)))
 	t.row("elapsed", d.Elapsed)
@@ -354,6 +355,20 @@ func printDetails(w io.Writer, d *jobs.RunDetails) error {
 		fmt.Fprintf(w, "\n%s\n", printable(d.Report))
 	}
 	return nil
+}
+
+// versionLine is the version a run's steps are made with: the bundle it is
+// pinned to and the gb version that stored it, then the gb version that
+// made its last step.
+func versionLine(v jobs.RunVersion) string {
+	if v.Pinned == "" {
+		return "not pinned yet (no step made)"
+	}
+	line := "bundle " + v.Pinned + " (from gb " + v.BundleVersion + ")"
+	if v.LastStep != "" {
+		line += " · last step made by gb " + v.LastStep
+	}
+	return line
 }
 
 func researchSendCmd() *cobra.Command {

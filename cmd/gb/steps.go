@@ -133,7 +133,8 @@ func printSteps(w io.Writer, id int64, p stepsPage) error {
 		fmt.Fprintln(w, "no steps yet")
 		return nil
 	}
-	t := newTable(w, "AGENT", "RUN", "STEP", "MODEL", "TOKENS", "COST", "MODEL S", "TOOLS S", "RETRIES", "COMPACTED", "CALLED")
+	t := newTable(w, "AGENT", "RUN", "STEP", "MODEL", "TOKENS", "COST", "MODEL S", "TOOLS S", "RETRIES", "COMPACTED",
+		"VERSION", "CALLED")
 	for _, s := range p.Steps {
 		compacted := "-"
 		if c := s.Compaction; c != nil {
@@ -141,7 +142,7 @@ func printSteps(w io.Writer, id int64, p stepsPage) error {
 		}
 		t.row(fit(s.Agent, 20), strconv.FormatInt(s.RunID, 10), strconv.Itoa(s.Step), fit(s.Model, 24),
 			strconv.Itoa(s.Tokens.Prompt+s.Tokens.Completion), fmt.Sprintf("$%.4f", s.CostUSD), seconds(s.ModelMS),
-			seconds(s.ToolMS), strconv.Itoa(s.Retries), compacted, fit(calledOrAnswer(s), 40))
+			seconds(s.ToolMS), strconv.Itoa(s.Retries), compacted, fit(stepVersion(s), 32), fit(calledOrAnswer(s), 40))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -166,6 +167,16 @@ func calledOrAnswer(s jobs.Step) string {
 	return strings.Join(names, ", ")
 }
 
+// stepVersion is the gb version that made a step and the bundle it was
+// made with, "v1.2 abc123 @ 0f3e9a1b2c4d"; "-" for a step recorded before
+// they were.
+func stepVersion(s jobs.Step) string {
+	if s.Version == "" && s.Behaviour == "" {
+		return "-"
+	}
+	return s.Version + " @ " + s.Behaviour
+}
+
 // seconds is a duration in milliseconds as seconds, "1.2".
 func seconds(ms int) string { return strconv.FormatFloat(float64(ms)/1000, 'f', 1, 64) }
 
@@ -180,6 +191,7 @@ func printStep(w io.Writer, id int64, s jobs.Step) {
 	fmt.Fprintf(w, "started %s · model %ss · tools %ss · %s%s · $%.6f\n", started, seconds(s.ModelMS), seconds(s.ToolMS),
 		count(s.Tokens.Prompt+s.Tokens.Completion, "token"),
 		tokenParts(int64(s.Tokens.Cached), int64(s.Tokens.Reasoning)), s.CostUSD)
+	fmt.Fprintf(w, "version: %s (gb version @ behaviour bundle)\n", printable(stepVersion(s)))
 	if s.Retries > 0 {
 		fmt.Fprintf(w, "retries: %d (%s)\n", s.Retries, printable(strings.Join(s.RetryOutcomes, ", ")))
 	}

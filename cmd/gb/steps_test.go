@@ -29,18 +29,21 @@ func TestCLIPrintsTheSteps(t *testing.T) {
 	id := finishedResearch(t, s)
 
 	code, out, errOut := s.gb(t, s.key, "research", "steps", id)
-	if code != 0 || !strings.HasPrefix(out, "AGENT") || !strings.Contains(out, "root") || !strings.Contains(out, "(answer)") {
+	if code != 0 || !strings.HasPrefix(out, "AGENT") || !strings.Contains(out, "root") || !strings.Contains(out, "(answer)") ||
+		!strings.Contains(out, "VERSION") || !strings.Contains(out, " @ ") {
 		t.Fatalf("steps: exit %d\n%s\n%s", code, out, errOut)
 	}
 
 	code, out, errOut = s.gb(t, s.key, "research", "steps", id, "--order", "asc", "-o", "json")
 	var page struct {
 		Steps []struct {
-			RunID    int64  `json:"run_id"`
-			Agent    string `json:"agent"`
-			Step     int    `json:"step"`
-			Model    string `json:"model"`
-			Messages []struct {
+			RunID     int64  `json:"run_id"`
+			Agent     string `json:"agent"`
+			Step      int    `json:"step"`
+			Model     string `json:"model"`
+			Version   string `json:"version"`
+			Behaviour string `json:"behaviour"`
+			Messages  []struct {
 				Role      string `json:"role"`
 				Content   string `json:"content"`
 				ToolCalls []struct {
@@ -55,16 +58,22 @@ func TestCLIPrintsTheSteps(t *testing.T) {
 		t.Fatalf("steps -o json: exit %d\n%s\n%s", code, out, errOut)
 	}
 	first := page.Steps[0]
-	if first.Agent != "root" || first.Step != 1 || first.Model == "" || len(first.Messages) < 2 ||
+	if first.Agent != "root" || first.Step != 1 || first.Model == "" || first.Version == "" || len(first.Behaviour) != 12 ||
+		len(first.Messages) < 2 ||
 		first.Messages[0].Content != "How does sync.WaitGroup work?" || len(first.Messages[1].ToolCalls) == 0 {
 		t.Fatalf("the first step in commit order: %+v", first)
 	}
 	call := first.Messages[1].ToolCalls[0]
+	// The research shows the bundle its steps were made with.
+	if code, out, errOut := s.gb(t, s.key, "research", "get", id); code != 0 ||
+		!strings.Contains(out, "bundle "+first.Behaviour+" (from gb ") || !strings.Contains(out, "last step made by gb ") {
+		t.Fatalf("research get: exit %d\n%s\n%s", code, out, errOut)
+	}
 
 	code, out, errOut = s.gb(t, s.key, "research", "steps", id, "--step", "1")
 	if code != 0 || !strings.Contains(out, "step 1 of root") || !strings.Contains(out, "[user]") ||
 		!strings.Contains(out, "How does sync.WaitGroup work?") || !strings.Contains(out, "→ "+call.Name+" "+call.Arguments) ||
-		!strings.Contains(out, "[tool "+call.Name) {
+		!strings.Contains(out, "[tool "+call.Name) || !strings.Contains(out, "version: "+first.Version+" @ "+first.Behaviour) {
 		t.Fatalf("steps --step 1: exit %d\n%s\n%s", code, out, errOut)
 	}
 

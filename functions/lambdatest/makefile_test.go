@@ -1,6 +1,7 @@
 package lambdatest_test
 
 import (
+	"bytes"
 	"context"
 	"debug/buildinfo"
 	"debug/elf"
@@ -101,9 +102,22 @@ func TestMakeTargets(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("builds every function for arm64")
 	}
+	// The worker's steps record the gb version the Makefile stamps in
+	// (GB_VERSION, by default git describe of the tree; jobs.BuildVersion).
+	const version = "gb-stamp-test-7f3a"
 	for _, name := range []string{"ApiFunction", "WorkerFunction", "SchedulerFunction", "MigrateFunction"} {
-		size := checkBootstrap(t, makeBuild(t, name, false), elf.EM_AARCH64)
+		var vars []string
+		if name == "WorkerFunction" {
+			vars = []string{"GB_VERSION=" + version}
+		}
+		path := makeBuild(t, name, false, vars...)
+		size := checkBootstrap(t, path, elf.EM_AARCH64)
 		t.Logf("%s: arm64 bootstrap of %.1f MB", name, float64(size)/(1<<20))
+		if name == "WorkerFunction" {
+			if b, err := os.ReadFile(path); err != nil || !bytes.Contains(b, []byte(version)) {
+				t.Errorf("the worker's bootstrap does not hold the gb version %q (%v)", version, err)
+			}
+		}
 	}
 }
 

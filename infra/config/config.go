@@ -97,6 +97,10 @@ const (
 	// EnvCitationsJudge is on (the default) or off: off leaves a report's
 	// citations to the lexical check alone.
 	EnvCitationsJudge = "GB_CITATIONS_JUDGE"
+	// EnvPin is run (the default) or latest: whether a research keeps the
+	// prompts, types, tool schemas, model profiles and limits it started
+	// with across deploys, or takes a new deploy's at its next step.
+	EnvPin = "GB_PIN"
 )
 
 // Model providers of GB_MODEL_PROVIDER.
@@ -177,6 +181,8 @@ type Config struct {
 	VerifyModel string
 	// JudgeOff is GB_CITATIONS_JUDGE=off: no citation judge.
 	JudgeOff bool
+	// Pin is GB_PIN: jobs.PinRun or jobs.PinLatest ("" is jobs.PinRun).
+	Pin string
 	// ModelProvider is GB_MODEL_PROVIDER: ProviderOpenAI or
 	// ProviderBedrock.
 	ModelProvider string
@@ -396,6 +402,12 @@ func (c *Config) readModelTuning(getenv func(string) string) []error {
 		errs = append(errs, &Error{EnvCitations, fmt.Sprintf("%q must be off, flag or revise (or unset: revise for a "+
 			"language model, flag for the offline policy)", c.Citations)})
 	}
+	switch c.Pin = strings.TrimSpace(getenv(EnvPin)); c.Pin {
+	case "", jobs.PinRun, jobs.PinLatest:
+	default:
+		errs = append(errs, &Error{EnvPin, fmt.Sprintf("%q must be %s or %s (or unset: %s)", c.Pin, jobs.PinRun,
+			jobs.PinLatest, jobs.PinRun)})
+	}
 	return errs
 }
 
@@ -443,7 +455,7 @@ func (c Config) openAIConfig(model string, logger *slog.Logger) openai.Config {
 func (c Config) Agent() jobs.Config {
 	return jobs.Config{StepTimeout: c.StepTimeout, MaxCostUSD: c.MaxCostUSD, MaxTokens: c.MaxTokens,
 		MaxSubagents: c.MaxSubagents, MaxWorkers: c.MaxWorkers, RateLimits: c.RateLimits, PromptBudget: c.PromptBudget,
-		Citations: c.Citations, VerifyModel: c.VerifyModel, JudgeOff: c.JudgeOff,
+		Citations: c.Citations, VerifyModel: c.VerifyModel, JudgeOff: c.JudgeOff, Pin: c.Pin,
 		Outage: jobs.OutageConfig{Horizon: c.OutageHorizon}}
 }
 

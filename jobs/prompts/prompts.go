@@ -79,11 +79,15 @@ const SourcesExample = "[1] Title of the page or document — https://example.or
 // (its completion cap, in tokens, and about three words for four tokens),
 // its citations and its Sources section in the one form SourcesExample.
 func Report(tokens int) (string, error) {
-	d := struct {
+	return render(reportTmpl, reportData(tokens))
+}
+
+// reportData fills the report template.
+func reportData(tokens int) any {
+	return struct {
 		Tokens, Words int
 		Example       string
 	}{tokens, max(tokens*3/4/100*100, 100), SourcesExample}
-	return render(reportTmpl, d)
 }
 
 // Sources renders the sentence that names a research's sources: the

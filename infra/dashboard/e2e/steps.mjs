@@ -37,6 +37,8 @@ async function run() {
   check(listed.map((s) => s.step).join() === own.steps.map((s) => s.step).join(), 'the page lists the root\'s steps in order: ' + listed.length);
   check(listed.every((s) => !s.open) && /tokens · \$\d\.\d{4} · model \d+\.\d s · tools \d+\.\d s/.test(listed[0].summary),
     'each step is closed and its summary tells tokens, cost, model and tool time: ' + listed[0].summary);
+  check(listed.every((s) => / · gb .+ @ [0-9a-f]{12}/.test(s.summary)),
+    'each step says the gb version that made it and the bundle it was made with: ' + listed[0].summary);
 
   // Expand the first step: its tool calls' arguments and its results, as text.
   const first = own.steps[0];

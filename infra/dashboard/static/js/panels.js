@@ -80,10 +80,19 @@ function headFacts(run) {
     ['Cost', fmtCost(run.cost_usd)],
     [run.parent_id ? 'Subtree' : 'Tree', run.tree ? treeFact(run.tree) : ''],
     ['Model', run.model],
+    run.version ? ['Version', versionFact(run.version)] : null,
     ['Dataset', run.dataset],
     ['Created', fmtDateTime(run.created_at)],
     ['Elapsed', run.elapsed || ''],
   ].filter(Boolean);
+}
+
+// versionFact is the version a run's steps are made with: the bundle of
+// prompts, types, tool schemas, profiles and limits it is pinned to, the
+// gb version that stored it, and the gb version of its last step.
+function versionFact(v) {
+  if (!v.pinned) return 'not pinned yet';
+  return 'bundle ' + v.pinned + ' (gb ' + v.bundle_version + ')' + (v.last_step ? '; last step gb ' + v.last_step : '');
 }
 
 // providerFact says what a run waiting for its provider waits for: the
@@ -192,6 +201,8 @@ function detail(ev) {
     case 'completed': return d.steps !== undefined ? d.steps + ' steps' : '';
     case 'failed': case 'cancelled': case 'budget_exhausted': return d.error || '';
     case 'repaired': return [d.action, d.why].filter(Boolean).join(': ');
+    case 'version': return 'step ' + d.step + ' moved to this deploy\'s bundle ' + String(d.to || '').slice(0, 12) +
+      ' from ' + String(d.from || '').slice(0, 12) + ' (GB_PIN=latest)';
     default: return JSON.stringify(d);
   }
 }

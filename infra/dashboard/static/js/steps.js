@@ -76,6 +76,7 @@ function summaryOf(s) {
     'tools ' + secs(s.tool_ms),
   ];
   if (s.retries) parts.push(s.retries + (s.retries === 1 ? ' retry' : ' retries') + ' (' + (s.retry_outcomes || []).join(', ') + ')');
+  if (s.version || s.behaviour) parts.push('gb ' + s.version + ' @ ' + s.behaviour);
   if (s.compaction) parts.push('compacted: ' + s.compaction.stubbed + ' stubbed, ' + fmtInt(s.compaction.tokens_before) + ' → ' + fmtInt(s.compaction.tokens_after) + ' tokens');
   const calls = [];
   for (const m of s.messages || []) for (const c of m.tool_calls || []) calls.push(c.name);
