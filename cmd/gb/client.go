@@ -82,14 +82,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 		return fmt.Errorf("error reading answer: %w", err)
 	}
 	if resp.StatusCode >= 300 {
-		var e struct {
-			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		_ = json.Unmarshal(data, &e)
-		ae := &apiError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		ae := decodeAPIError(resp.StatusCode, data)
 		if ae.Message == "" {
 			ae.Message = fmt.Sprintf("HTTP %d from %s %s", resp.StatusCode, method, path)
 		}
@@ -104,4 +97,17 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 		}
 	}
 	return nil
+}
+
+// decodeAPIError is the error of an answer with status and body data, with
+// the API's code and message when the body has them.
+func decodeAPIError(status int, data []byte) *apiError {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(data, &e)
+	return &apiError{Status: status, Code: e.Error.Code, Message: e.Error.Message}
 }

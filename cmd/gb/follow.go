@@ -204,14 +204,7 @@ func readStream(ctx context.Context, c *apiClient, id int64, lastN *int64, after
 // API's message when its body has one.
 func answerError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(data, &e)
-	ae := &apiError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+	ae := decodeAPIError(resp.StatusCode, data)
 	if resp.StatusCode == http.StatusUnauthorized {
 		return authError(fmt.Errorf("the API refused GB_API_KEY: %w", ae))
 	}
