@@ -154,3 +154,34 @@ func waitRun(t *testing.T, pool jobs.DB, id int64, what string, cond func(*jobs.
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// An offline research both interactive and with approve_plan asks first,
+// then proposes, and its approved sub-agents run.
+func TestOfflineResearchAsksThenProposes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	ctx := context.Background()
+	root, _, err := b.agent.StartResearch(ctx, jobs.StartParams{UserID: b.userID, Topic: "How does sync.WaitGroup work?",
+		Interactive: true, ApprovePlan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, b.pool, root.ID, "to ask its owner", (*jobs.Run).WaitsForAnswer)
+	if _, err := b.agent.Answer(ctx, b.userID, root.ID, "WaitGroup.Go"); err != nil {
+		t.Fatal(err)
+	}
+	proposed := waitRun(t, b.pool, root.ID, "to propose its plan", (*jobs.Run).WaitsForPlan)
+	if _, err := b.agent.DecidePlan(ctx, b.userID, root.ID, jobs.PlanDecision{Decision: jobs.DecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+	done := waitEnded(t, b.pool, root.ID, 90*time.Second)
+	tree, err := jobs.Tree(ctx, b.pool, root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != jobs.StatusSucceeded || len(tree) != len(proposed.Plan.Subagents)+1 ||
+		!strings.Contains(done.Report, "answered: WaitGroup.Go") {
+		t.Fatalf("root %s (%s), %d runs for a plan of %d:\n%s", done.Status, done.Error, len(tree),
+			len(proposed.Plan.Subagents), done.Report)
+	}
+}
