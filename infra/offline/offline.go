@@ -4,6 +4,9 @@
 // sub-agents, search, read, message a sibling whose reason matches a
 // finding, wait, read messages) and writes an extractive report: the
 // sentences of what it read that best match the task, with numbered sources.
+// Offered the tools for it, it asks its owner which aspect to focus on and
+// steers its searches by the answer (ask_owner), and proposes its
+// sub-agents before it spawns any, following the decision (propose_plan).
 // It lets demos, tests and benchmarks drive the real agent loop with no
 // network and no key.
 //
@@ -93,16 +96,21 @@ func call(name string, args any) llm.ToolCall {
 // next picks the tool calls of the coming step, or none to write the report.
 func (s *state) next(req llm.Request) []llm.ToolCall {
 	var calls []llm.ToolCall
-	if s.turns == 0 {
-		if parts := splitQuestion(s.task); req.HasTool("spawn_subagent") && len(parts) >= 2 {
-			parts = withPackage(parts, s.focus.question)
-			for i, p := range parts {
-				calls = append(calls, call("spawn_subagent", map[string]any{
-					"name":   partName(p, i),
-					"reason": oneLine(fmt.Sprintf("the question has %d independent parts and this one needs searches of its own: %s", len(parts), p), 300),
-					"task":   p + " Bring back the key facts with the titles and sources of the documents they come from.",
-				}))
+	if s.opening() {
+		if req.HasTool(toolAskOwner) && !s.used[toolAskOwner] {
+			return []llm.ToolCall{s.askCall()} // alone: the call parks the research
+		}
+		switch {
+		case !req.HasTool("spawn_subagent"):
+		case req.HasTool(toolProposePlan):
+			if !s.used[toolProposePlan] {
+				if c, ok := s.planCall(); ok {
+					return []llm.ToolCall{c}
+				}
 			}
+			calls = spawnCalls(s.approved) // none after a rejection or no decision
+		case len(splitQuestion(s.task)) >= 2:
+			calls = spawnCalls(s.facets())
 		}
 		if req.HasTool("search") {
 			q := cmp.Or(s.focus.packageQuery(), s.focus.query(8))

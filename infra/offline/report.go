@@ -47,6 +47,10 @@ func (s *state) report() string {
 	var b strings.Builder
 	seen := map[string]bool{}
 	fmt.Fprintf(&b, "# Report: %s\n\n%s\n", oneLine(s.task, 300), reportLabel)
+	if s.answer != "" {
+		fmt.Fprintf(&b, "\nIts owner was asked which aspect to focus on and answered: %s. The searches and the findings put that first.\n",
+			strings.TrimRight(oneLine(s.answer, 300), ".?!"))
+	}
 	pool := append(s.sources(), s.pages...)
 	pool = append(pool, s.messages...)
 	best := bestSentences(s.focus, pool, 6)

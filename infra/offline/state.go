@@ -44,6 +44,10 @@ type state struct {
 	pages           []source        // pages fetched
 	fetched         map[string]bool // URLs the policy asked fetch for
 	more            *readOn         // the rest of the first document read, to read next
+	ownerTurns      int             // turns that only asked the owner or proposed a plan
+	answer          string          // the owner's answer to ask_owner; "" for none
+	planDecided     bool            // propose_plan was answered: decided, expired or refused
+	approved        []plannedAgent  // the sub-agents of the approved plan
 }
 
 // readOn is where the first document read goes on.
@@ -76,6 +80,9 @@ func readState(req llm.Request) *state {
 			}
 		case llm.RoleAssistant:
 			s.turns++
+			if ownerOnly(m) {
+				s.ownerTurns++
+			}
 			for _, c := range m.ToolCalls {
 				calls[c.ID] = c
 				s.used[c.Name] = true
@@ -84,7 +91,7 @@ func readState(req llm.Request) *state {
 			s.readResult(calls[m.ToolCallID], m.Content)
 		}
 	}
-	s.focus = newFocus(s.task)
+	s.focus = newFocus(steered(s.task, s.answer))
 	return s
 }
 
@@ -102,6 +109,10 @@ func (s *state) readResult(c llm.ToolCall, content string) {
 	}
 	if c.Name == "read_messages" {
 		s.messageReads++ // an error too: it is not read again
+	}
+	if c.Name == toolAskOwner || c.Name == toolProposePlan {
+		s.readOwnerResult(c.Name, content)
+		return
 	}
 	if strings.HasPrefix(content, "Error:") {
 		return
