@@ -44,18 +44,10 @@ func endEvent(status, errText string) string {
 	return WebhookFailed
 }
 
-// enqueueEndWebhook inserts, in the transaction that ends a root, the
-// delivery of its end and the delivery's job, when the root has a webhook
-// URL; a sub-agent's end sends none.
-func (a *Agent) enqueueEndWebhook(ctx context.Context, tx pgx.Tx, run *Run, status, errText string) error {
-	if !run.IsRoot() {
-		return nil
-	}
-	return a.enqueueWebhook(ctx, tx, run.ID, endEvent(status, errText), webhookEndKey)
-}
-
-// queueEndWebhook is enqueueEndWebhook queued in a batch: nil for a
-// sub-agent.
+// queueEndWebhook queues in b, in the batch that ends a root, the
+// delivery of its end, when the root has a webhook URL; insertWebhookJob
+// inserts the delivery's job once b is sent. A sub-agent's end sends none
+// (nil).
 func queueEndWebhook(b *pgx.Batch, run *Run, status, errText string) *queuedWebhook {
 	if !run.IsRoot() {
 		return nil
