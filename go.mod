@@ -34,7 +34,7 @@ require github.com/felixge/httpsnoop v1.1.0 // indirect
 
 require (
 	github.com/aws/aws-sdk-go-v2/service/bedrockruntime v1.63.13
-	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
+	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -107,13 +108,17 @@ func (l *liveness) keep(ctx context.Context) {
 	}
 }
 
+// reconnect tries to take the lock again until it has it or ctx ends,
+// waiting before each try from livenessRetryFirst doubling up to
+// livenessRetryMax, without jitter (one process, one connection).
 func (l *liveness) reconnect(ctx context.Context) bool {
-	wait := livenessRetryFirst
+	wait := &backoff.ExponentialBackOff{InitialInterval: livenessRetryFirst, Multiplier: 2, MaxInterval: livenessRetryMax}
+	wait.Reset()
 	for {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(wait):
+		case <-time.After(wait.NextBackOff()):
 		}
 		conn, err := l.connect(ctx)
 		if err == nil {
@@ -122,7 +127,6 @@ func (l *liveness) reconnect(ctx context.Context) bool {
 			l.mu.Unlock()
 			return true
 		}
-		wait = min(2*wait, livenessRetryMax)
 	}
 }
 
