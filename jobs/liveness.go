@@ -108,12 +108,19 @@ func (l *liveness) keep(ctx context.Context) {
 	}
 }
 
+// livenessWaits are the waits before each try to take the lock again:
+// from livenessRetryFirst doubling up to livenessRetryMax, without jitter
+// (one process, one connection).
+func livenessWaits() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{InitialInterval: livenessRetryFirst, Multiplier: 2, MaxInterval: livenessRetryMax}
+	b.Reset()
+	return b
+}
+
 // reconnect tries to take the lock again until it has it or ctx ends,
-// waiting before each try from livenessRetryFirst doubling up to
-// livenessRetryMax, without jitter (one process, one connection).
+// after each of livenessWaits.
 func (l *liveness) reconnect(ctx context.Context) bool {
-	wait := &backoff.ExponentialBackOff{InitialInterval: livenessRetryFirst, Multiplier: 2, MaxInterval: livenessRetryMax}
-	wait.Reset()
+	wait := livenessWaits()
 	for {
 		select {
 		case <-ctx.Done():
