@@ -317,7 +317,10 @@ func unusableAttempts(job *river.Job[StepArgs]) int {
 
 // nextRetry is when River runs a step again after a failed attempt: soon,
 // doubling from a second up to half a minute, with jitter, so that a
-// provider's brief trouble costs seconds rather than River's minutes.
+// provider's brief trouble costs seconds rather than River's minutes. It
+// is a formula of the job's attempt rather than a backoff object because
+// the attempt lives in Postgres (River's job row) and the next try may run
+// in another process: nothing of an in-process loop survives between them.
 func nextRetry(attempt int) time.Time {
 	d := time.Second << min(max(attempt-1, 0), 5)
 	d = min(d, 30*time.Second)

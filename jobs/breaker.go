@@ -127,7 +127,9 @@ func (a *Agent) gate(ctx context.Context, key string) (gate, error) {
 // (full jitter, from $5 seconds doubling up to $6). $7 says the call was
 // the probe, whose lease it gives up. It returns whether the breaker is
 // open, when the next call may go out, and whether this failure opened it
-// (its opened_at is this statement's time).
+// (its opened_at is this statement's time). The backoff is computed here,
+// from the failures stored on the breaker's row, since every worker of
+// every process shares the breaker: no in-process backoff could follow it.
 const failedSQL = `INSERT INTO gb_provider_breakers AS b (key, provider, failures, first_failed_at, last_failed_at,
 		first_error, last_error, opened_at, next_probe_at)
 	SELECT $1, $2::text, 1, t.now, t.now, $3::text, $3::text, CASE WHEN $4::int <= 1 THEN t.now END,

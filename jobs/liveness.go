@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -107,13 +108,24 @@ func (l *liveness) keep(ctx context.Context) {
 	}
 }
 
+// livenessWaits are the waits before each try to take the lock again:
+// from livenessRetryFirst doubling up to livenessRetryMax, without jitter
+// (one process, one connection).
+func livenessWaits() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{InitialInterval: livenessRetryFirst, Multiplier: 2, MaxInterval: livenessRetryMax}
+	b.Reset()
+	return b
+}
+
+// reconnect tries to take the lock again until it has it or ctx ends,
+// after each of livenessWaits.
 func (l *liveness) reconnect(ctx context.Context) bool {
-	wait := livenessRetryFirst
+	wait := livenessWaits()
 	for {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-time.After(wait):
+		case <-time.After(wait.NextBackOff()):
 		}
 		conn, err := l.connect(ctx)
 		if err == nil {
@@ -122,7 +134,6 @@ func (l *liveness) reconnect(ctx context.Context) bool {
 			l.mu.Unlock()
 			return true
 		}
-		wait = min(2*wait, livenessRetryMax)
 	}
 }
 

@@ -181,7 +181,10 @@ func (a *Agent) nextTry(run *Run, tries int, at, now time.Time) time.Time {
 }
 
 // fullJitter is a backoff of base doubled for each try after the first,
-// at most limit, drawn uniformly from zero up to it.
+// at most limit, drawn uniformly from zero up to it. It is a formula of
+// the tries counted on the run's provider wait, stored in Postgres, since
+// each try is a job of its own (possibly in another process), not a turn
+// of an in-process loop that a backoff object could follow.
 func fullJitter(base, limit time.Duration, tries int) time.Duration {
 	d := base << min(max(tries-1, 0), 30)
 	if d <= 0 || d > limit {

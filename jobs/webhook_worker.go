@@ -47,7 +47,9 @@ const (
 )
 
 // webhookDelay is the delay after failed attempt n (from 1) before the
-// next, without jitter.
+// next, without jitter. It is a formula of the delivery job's attempt,
+// which River keeps in Postgres: each attempt is a job run, possibly hours
+// later in another process, so no in-process backoff spans them.
 func webhookDelay(base time.Duration, attempt int) time.Duration {
 	d := base << min(max(attempt-1, 0), 20)
 	return min(d, base*webhookMaxDelayFactor)

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -165,7 +165,7 @@ func (l *Listener) BackendPID() uint32 { return l.pid.Load() }
 // it wakes them all.
 func (l *Listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) {
 	defer close(done)
-	backoff := l.backoffMin
+	wait := l.reconnectWaits()
 	for {
 		since := time.Now()
 		err := l.listen(ctx, conn)
@@ -177,16 +177,15 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) 
 		lost := time.Now()
 		l.log.Warn("message listener lost its connection; reconnecting", "err", err)
 		if lost.Sub(since) > l.backoffMax {
-			backoff = l.backoffMin // it was a healthy connection
+			wait.Reset() // it was a healthy connection
 		}
-		attempts := 0
+		attempts, next := 0, wait.NextBackOff()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(jitter(backoff)):
+			case <-time.After(next):
 			}
-			backoff = min(backoff*2, l.backoffMax)
 			attempts++
 			conn, err = l.connect(ctx)
 			if err == nil {
@@ -195,7 +194,8 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) 
 			if ctx.Err() != nil {
 				return
 			}
-			l.log.Warn("message listener could not reconnect", "err", err, "attempt", attempts, "retry_in", backoff)
+			next = wait.NextBackOff()
+			l.log.Warn("message listener could not reconnect", "err", err, "attempt", attempts, "retry_in", next)
 		}
 		l.log.Info("message listener reconnected", "pid", conn.PgConn().PID(),
 			"down_for", time.Since(lost).Round(time.Millisecond), "attempts", attempts)
@@ -205,9 +205,14 @@ func (l *Listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) 
 	}
 }
 
-// jitter spreads reconnections of many processes over ±20% of d.
-func jitter(d time.Duration) time.Duration {
-	return d + time.Duration((rand.Float64()*0.4-0.2)*float64(d))
+// reconnectWaits are the waits before each attempt to reconnect: they
+// double from backoffMin up to backoffMax, each spread over ±20% so that
+// many processes losing one server do not all come back at once.
+func (l *Listener) reconnectWaits() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{InitialInterval: l.backoffMin, RandomizationFactor: 0.2,
+		Multiplier: 2, MaxInterval: l.backoffMax}
+	b.Reset()
+	return b
 }
 
 // listen delivers notifications until the connection fails or ctx ends.

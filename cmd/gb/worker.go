@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/gbresearch/gb/infra/config"
@@ -34,6 +34,7 @@ const (
 // with it instead of exiting. Other errors (the settings, a database that
 // refuses the credentials or does not exist) are returned at once.
 func startWorkerStack(ctx context.Context, logger, waitLog *slog.Logger) (*stack, error) {
+	waits := startWaits()
 	for attempt := 1; ; attempt++ {
 		s, err := startStack(ctx, logger, messengerPostgres)
 		if err == nil {
@@ -42,7 +43,7 @@ func startWorkerStack(ctx context.Context, logger, waitLog *slog.Logger) (*stack
 		if ctx.Err() != nil || !worthWaiting(err) {
 			return nil, err
 		}
-		wait := waitBefore(attempt, rand.Float64)
+		wait := max(waits.NextBackOff(), waitMin)
 		waitLog.WarnContext(ctx, "database unreachable; gb worker waits for it", "err", err,
 			"attempt", attempt, "retry_in", wait.Round(time.Millisecond))
 		t := time.NewTimer(wait)
@@ -55,17 +56,17 @@ func startWorkerStack(ctx context.Context, logger, waitLog *slog.Logger) (*stack
 	}
 }
 
-// waitBefore is the wait after the failed attempt n (from 1): waitMin
-// doubled n-1 times, capped at waitMax, less a random part of up to half
-// of it (rnd returns [0, 1)), and never less than waitMin. Workers started
-// together so spread their attempts.
-func waitBefore(n int, rnd func() float64) time.Duration {
-	d := waitMax
-	if n <= 16 {
-		d = min(waitMax, waitMin<<(n-1))
-	}
-	d -= time.Duration(rnd() * float64(d/2))
-	return max(d, waitMin)
+// startWaits are the waits after each failed attempt: waitMin doubled
+// after each, capped at waitMax, less a random part of up to half of it
+// (and the caller keeps each at waitMin at least), so that workers started
+// together spread their attempts. The library spreads a wait evenly around
+// its step (step·(1±factor)); a step of ¾ of the wait with a factor of ⅓
+// spans exactly [wait/2, wait].
+func startWaits() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{InitialInterval: waitMin * 3 / 4, RandomizationFactor: 1.0 / 3,
+		Multiplier: 2, MaxInterval: waitMax * 3 / 4}
+	b.Reset()
+	return b
 }
 
 // worthWaiting reports whether a failed start may succeed once Postgres is

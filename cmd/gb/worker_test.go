@@ -84,18 +84,31 @@ func TestWorkerStopsWhileWaitingForPostgres(t *testing.T) {
 	}
 }
 
-// TestWorkerWaitBefore: the waits double from 1 s to at most 30 s, each
-// less a random part of up to half, and never under 1 s.
-func TestWorkerWaitBefore(t *testing.T) {
+// TestWorkerStartWaits: the waits double from 1 s to at most 30 s, each
+// less a random part of up to half (both ends reached), and never under
+// 1 s once the caller's floor is applied.
+func TestWorkerStartWaits(t *testing.T) {
 	t.Parallel()
-	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 5: 16 * time.Second,
-		6: 30 * time.Second, 7: 30 * time.Second, 64: 30 * time.Second, 1 << 30: 30 * time.Second} {
-		if got := waitBefore(n, func() float64 { return 0 }); got != want {
-			t.Errorf("attempt %d, no jitter: %s, want %s", n, got, want)
+	steps := []time.Duration{1, 2, 4, 8, 16, 30, 30, 30} // seconds
+	lo, hi := make([]time.Duration, len(steps)), make([]time.Duration, len(steps))
+	for round := range 2000 {
+		b := startWaits()
+		for i, step := range steps {
+			step *= time.Second
+			d := max(b.NextBackOff(), waitMin)
+			if d < max(step/2, waitMin) || d > step+time.Nanosecond {
+				t.Fatalf("wait %d: %s, want within [%s, %s]", i+1, d, max(step/2, waitMin), step)
+			}
+			if round == 0 || d < lo[i] {
+				lo[i] = d
+			}
+			hi[i] = max(hi[i], d)
 		}
-		least := max(time.Second, want-want/2)
-		if got := waitBefore(n, func() float64 { return 0.999999 }); got < least || got > least+time.Millisecond {
-			t.Errorf("attempt %d, most jitter: %s, want about %s", n, got, least)
+	}
+	for i, step := range steps {
+		step *= time.Second
+		if least := max(step/2, waitMin); lo[i] > least+step/20 || hi[i] < step-step/20 {
+			t.Errorf("wait %d spans [%s, %s] over 2000 draws, want about [%s, %s]", i+1, lo[i], hi[i], least, step)
 		}
 	}
 }

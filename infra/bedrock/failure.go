@@ -80,7 +80,11 @@ const (
 
 // throttleWait is the wait after the n-th throttle in a row: throttleBase
 // doubled n-1 times, at most throttleCap, with jitter over its upper half
-// so that workers throttled together do not come back together.
+// so that workers throttled together do not come back together. It is a
+// formula of the model's shared count of throttles in a row rather than a
+// backoff object: the count is shared by the concurrent calls of the model
+// (a backoff object is not safe for that), and the wait it gives is not
+// slept here but persisted by the limiter as the job's next time.
 func throttleWait(n int) time.Duration {
 	d := min(throttleBase<<min(max(n-1, 0), 10), throttleCap)
 	return d/2 + rand.N(d/2+1)

@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/gbresearch/gb/infra/httpwait"
 )
@@ -83,6 +84,7 @@ func (r *retrier) postJSON(ctx context.Context, url, key string, payload []byte)
 // answers 2xx, fails for good, or runs out of retries, and returns the body
 // of the 2xx answer.
 func (r *retrier) do(ctx context.Context, build func(context.Context) (*http.Request, error)) ([]byte, error) {
+	waits := waitsBetween(r.backoffBase, r.backoffMax)
 	for attempt := 0; ; attempt++ {
 		req, err := build(ctx)
 		if err != nil {
@@ -95,7 +97,7 @@ func (r *retrier) do(ctx context.Context, build func(context.Context) (*http.Req
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: %w", r.provider, errors.Join(ctx.Err(), err))
 		}
-		wait, ok := r.wait(attempt, after, err)
+		wait, ok := r.wait(attempt, after, err, waits.NextBackOff())
 		if !ok && after > RetryAfterMax {
 			return nil, fmt.Errorf("%w (it asks to retry after %s, longer than a search waits)", err, after)
 		}
@@ -111,8 +113,9 @@ func (r *retrier) do(ctx context.Context, build func(context.Context) (*http.Req
 }
 
 // wait decides whether to retry after attempt failed with err, and how
-// long to wait first. after is the Retry-After the provider sent (<0: none).
-func (r *retrier) wait(attempt int, after time.Duration, err error) (time.Duration, bool) {
+// long to wait first. after is the Retry-After the provider sent (<0: none);
+// computed is the attempt's backoff, for when it sent none.
+func (r *retrier) wait(attempt int, after time.Duration, err error, computed time.Duration) (time.Duration, bool) {
 	var pe *ProviderError
 	if errors.As(err, &pe) && !retryable(pe.Status) || errors.Is(err, errNoRetry) {
 		return 0, false
@@ -126,7 +129,7 @@ func (r *retrier) wait(attempt int, after time.Duration, err error) (time.Durati
 	if after >= 0 {
 		return after, true
 	}
-	return backoff(attempt, r.backoffBase, r.backoffMax), true
+	return computed, true
 }
 
 // once sends req and reads its answer: the body of a 2xx, or an error (a
@@ -178,14 +181,17 @@ func clip(s string, n int) string {
 	return string(r[:n]) + "…"
 }
 
-// backoff is base·2^attempt capped at most, jittered into [d/2, d).
-func backoff(attempt int, base, most time.Duration) time.Duration {
-	d := min(base, most)
-	for i := 0; i < attempt && d < most; i++ {
-		d = min(2*d, most)
-	}
-	if d <= 1 {
-		return d
-	}
-	return d/2 + rand.N(d-d/2)
+// waitsBetween are the waits after each failed attempt of one request:
+// base doubled after each, capped at most, jittered into [d/2, d] so that
+// callers failing together do not retry together. The library spreads a
+// wait evenly around its step (step·(1±factor)); a step of ¾ of the wait
+// with a factor of ⅓ spans exactly [d/2, d]. Every attempt draws one,
+// whether a Retry-After replaces it or not, so that the n-th retry's
+// backoff is base·2^(n-1) as before.
+func waitsBetween(base, most time.Duration) *backoff.ExponentialBackOff {
+	base = min(base, most)
+	b := &backoff.ExponentialBackOff{InitialInterval: base * 3 / 4, RandomizationFactor: 1.0 / 3,
+		Multiplier: 2, MaxInterval: most * 3 / 4}
+	b.Reset()
+	return b
 }

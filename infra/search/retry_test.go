@@ -69,14 +69,14 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 	if reqs, _ := f.requests(); len(reqs) != MaxRetriesDefault+1 {
 		t.Errorf("%d requests, want %d", len(reqs), MaxRetriesDefault+1)
 	}
-	// fake.opts backs off from 1ms up to 5ms, jittered into [d/2, d).
+	// fake.opts backs off from 1ms up to 5ms, jittered into [d/2, d].
 	got, _ := w.All()
 	if len(got) != MaxRetriesDefault {
 		t.Errorf("waited %v, want %d backoffs", got, MaxRetriesDefault)
 	}
 	for _, d := range got {
-		if d < time.Millisecond/2 || d >= 5*time.Millisecond {
-			t.Errorf("backoff %v outside [0.5ms, 5ms)", d)
+		if d < time.Millisecond/2 || d > 5*time.Millisecond {
+			t.Errorf("backoff %v outside [0.5ms, 5ms]", d)
 		}
 	}
 }

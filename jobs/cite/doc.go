@@ -7,21 +7,26 @@
 //
 // # Claims
 //
-// A report is Markdown. Check splits it into claims: each paragraph and
-// each list item (its wrapped lines joined) is cut into sentences (a
-// sentence ends at '.', '!' or '?' followed by the end of the block or by
-// a space and a capital letter, digit, quote, backtick or '['; common
-// abbreviations such as "e.g." do not end one). Citation markers are
-// "[n]", "[n, m]", "[n-m]" (each number of the range) and footnote
-// markers "[^n]"; a "[n](url)" is a link, not a marker. Markers written
-// right after a sentence's final punctuation belong to that sentence. A
-// list item whose markers all stand at its end is one claim, whatever its
-// sentences. Skipped, never claims: headings, fenced code blocks, tables'
-// separator rows, horizontal rules, labels (a paragraph's first line that
-// is wholly emphasised like "_…_" or "**…**", or short and ending with
-// ':', when a blank line, a list item or a heading follows it), footnote
-// and link reference definitions ("[^1]: …", "[1]: …") wherever they
-// stand, and the sources section.
+// A report is Markdown, read as CommonMark with GFM tables (goldmark), so
+// that its blocks are those the dashboard's markdown-it shows. Check
+// splits it into claims: each paragraph, each list item's text (nested
+// items each on their own, lazy continuation lines joined) and each table
+// row is cut into sentences (a sentence ends at '.', '!' or '?' followed
+// by the end of the block or by a space and a capital letter, digit,
+// quote, backtick or '['; common abbreviations such as "e.g." do not end
+// one; nor does a code span's text). Citation markers are "[n]",
+// "[n, m]", "[n-m]" (each number of the range) and footnote markers
+// "[^n]", outside code spans ("`a[1]`" is code); a "[n](url)" is a link,
+// not a marker. Markers written right after a sentence's final
+// punctuation belong to that sentence. A list item whose markers all
+// stand at its end is one claim, whatever its sentences. Skipped, never
+// claims: headings (ATX "# …" and setext, underlined by "===" or "---"),
+// code blocks (fenced, in a list item or not, and indented), tables'
+// separator rows, thematic breaks, labels (a one-line paragraph that is
+// wholly emphasised like "_…_" or "**…**", or short and ending with
+// ':'), footnote and link reference definitions ("[^1]: …", "[1]: …")
+// wherever they stand, and the sources section (a block ends where it
+// begins).
 //
 // A sentence without markers is uncited, and counted as such when it is
 // factual: it holds a number, a name or code (see below), or at least

@@ -28,12 +28,28 @@ var (
 // stripMarkup removes a claim's markers and Markdown emphasis and links,
 // keeping code spans' backticks for features.
 func stripMarkup(text string) string {
-	text = markerRE.ReplaceAllString(text, "")
+	text = withoutMarkers(text)
 	text = linkRE.ReplaceAllString(text, "$1")
 	text = strings.ReplaceAll(text, "*", "")
 	text = emphRE.ReplaceAllString(text, "$1$2")
 	text = flagRE.ReplaceAllString(text, "")
 	return collapse(text)
+}
+
+// withoutMarkers is text with its markers (outside code spans) removed.
+func withoutMarkers(text string) string {
+	locs := markerMatches(text)
+	if len(locs) == 0 {
+		return text
+	}
+	var b strings.Builder
+	prev := 0
+	for _, m := range locs {
+		b.WriteString(text[prev:m[0]])
+		prev = m[1]
+	}
+	b.WriteString(text[prev:])
+	return b.String()
 }
 
 // Kinds of required item.

@@ -36,10 +36,6 @@ type Entry struct {
 var (
 	markerRE    = regexp.MustCompile(`\[\^?(\d{1,4}(?:\s*[,–-]\s*\^?\d{1,4})*)(?:,?\s*(?:pp?\.|pages?|slides?|sheets?)\s*(\d{1,5})(?:\s*[–-]\s*\d{1,5})?)?\]`)
 	headingRE   = regexp.MustCompile(`^(#{1,6})\s+(.*)$`)
-	listRE      = regexp.MustCompile(`^\s*(?:[-*+]|\d{1,3}[.)])\s+`)
-	fenceRE     = regexp.MustCompile("^\\s*(```|~~~)")
-	ruleRE      = regexp.MustCompile(`^\s*(?:\*\s*){3,}$|^\s*(?:-\s*){3,}$|^\s*(?:_\s*){3,}$`)
-	tableSepRE  = regexp.MustCompile(`^\s*\|?[\s:|-]+\|[\s:|-]*$`)
 	emphLabelRE = regexp.MustCompile(`^\s*(?:_[^_].*_|\*[^*].*\*)\s*$`)
 )
 
@@ -49,18 +45,14 @@ type block struct {
 	list       bool
 }
 
-// parse splits a report into its blocks and its sources.
+// parse splits a report into its blocks (markdownBlocks) and its sources:
+// the sources reader reads every line outside code blocks, and a block
+// ends where a line of the sources begins (a block that begins there is
+// none).
 func parse(report string) ([]block, []Entry) {
-	var blocks []block
+	parsed, code := markdownBlocks(report)
 	var src sourcesReader
-	cur := block{start: -1}
-	flush := func() {
-		if cur.start >= 0 {
-			blocks = append(blocks, cur)
-		}
-		cur = block{start: -1}
-	}
-	inFence := false
+	var sources [][2]int // the lines of the sources
 	for off := 0; off < len(report); {
 		end := strings.IndexByte(report[off:], '\n')
 		if end < 0 {
@@ -70,51 +62,54 @@ func parse(report string) ([]block, []Entry) {
 		}
 		line, start := report[off:end], off
 		off = end + 1
-		if fenceRE.MatchString(line) {
-			flush()
-			inFence = !inFence
+		if inCode(code, start, end) {
 			continue
 		}
-		if inFence || src.line(line) {
-			flush()
-			continue
-		}
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case headingRE.MatchString(trimmed), trimmed == "" || ruleRE.MatchString(line) || tableSepRE.MatchString(line),
-			cur.start < 0 && isLabel(trimmed) && breakFollows(report, off):
-			flush()
-		case listRE.MatchString(line) || strings.HasPrefix(trimmed, "|"):
-			flush()
-			cur = block{start: start, end: end, list: true}
-		case cur.start < 0:
-			cur = block{start: start, end: end}
-		default:
-			cur.end = end
+		if src.line(line) {
+			sources = append(sources, [2]int{start, end})
 		}
 	}
-	flush()
+	var blocks []block
+	for _, b := range parsed {
+		for _, l := range sources {
+			if l[1] < b.start || l[0] >= b.end {
+				continue
+			}
+			if l[0] <= b.start {
+				b.end = b.start // it begins in the sources
+			} else {
+				b.end = min(b.end, l[0])
+			}
+		}
+		for b.end > b.start && strings.ContainsRune(" \t\r\n", rune(report[b.end-1])) {
+			b.end--
+		}
+		if b.end > b.start {
+			blocks = append(blocks, b)
+		}
+	}
 	return blocks, src.entries
 }
 
-// breakFollows reports whether the line at off ends a paragraph's run:
-// there is none, or it is blank, a list item or a heading.
-func breakFollows(report string, off int) bool {
-	if off >= len(report) {
-		return true
+// inCode reports whether the line [s, e) lies within a code block.
+func inCode(code [][2]int, s, e int) bool {
+	for _, c := range code {
+		if s >= c[0] && e <= c[1] {
+			return true
+		}
 	}
-	next, _, _ := strings.Cut(report[off:], "\n")
-	return strings.TrimSpace(next) == "" || listRE.MatchString(next) || headingRE.MatchString(strings.TrimSpace(next))
+	return false
 }
 
 // isLabel reports whether a line that stands alone (a paragraph's first
 // line that a break follows) is a label rather than prose: wholly
 // emphasised, or short and ending with ':'.
 func isLabel(line string) bool {
-	if emphLabelRE.MatchString(line) && !markerRE.MatchString(line) {
+	cites := len(markerMatches(line)) > 0
+	if emphLabelRE.MatchString(line) && !cites {
 		return true
 	}
-	return strings.HasSuffix(line, ":") && utf8.RuneCountInString(line) <= 80 && !markerRE.MatchString(line)
+	return strings.HasSuffix(line, ":") && utf8.RuneCountInString(line) <= 80 && !cites
 }
 
 // claims cuts the blocks into claims; blocks with no marker keep only
@@ -123,23 +118,17 @@ func claims(report string, blocks []block) []Claim {
 	var out []Claim
 	for _, b := range blocks {
 		text := strings.ReplaceAll(report[b.start:b.end], "\n", " ")
+		// Sentences end, and markers stand, outside code spans only.
+		masked := maskCode(text)
 		var spans [][2]int
 		if b.list && trailingMarkersOnly(text[:trimFlag(text, 0, len(text))]) {
 			spans = [][2]int{{0, len(text)}}
 		} else {
-			spans = sentences(text, true)
+			spans = sentences(masked, true)
 		}
 		for _, sp := range spans {
 			s, e := trimSpan(text, sp[0], sp[1])
 			e = trimFlag(text, s, e)
-			if s >= e {
-				continue
-			}
-			if s == 0 {
-				if loc := listRE.FindStringIndex(text); loc != nil && b.list {
-					s = loc[1]
-				}
-			}
 			if s >= e {
 				continue
 			}
@@ -160,7 +149,7 @@ func claims(report string, blocks []block) []Claim {
 // trailingMarkersOnly reports whether every marker of a list item stands
 // at its end.
 func trailingMarkersOnly(text string) bool {
-	locs := markerRE.FindAllStringIndex(text, -1)
+	locs := markerMatches(text)
 	if len(locs) == 0 {
 		return false
 	}
@@ -226,10 +215,17 @@ func claimParts(text string) []part {
 	return out
 }
 
-// markerLocs are the spans of a text's markers, Markdown links left out.
+// markerMatches are the submatch spans of markerRE in a text, outside its
+// code spans ("`a[1]`" cites nothing).
+func markerMatches(text string) [][]int {
+	return markerRE.FindAllStringSubmatchIndex(maskCode(text), -1)
+}
+
+// markerLocs are the spans of a text's markers, Markdown links and code
+// spans left out.
 func markerLocs(text string) [][]int {
 	var out [][]int
-	for _, m := range markerRE.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range markerMatches(text) {
 		if m[1] < len(text) && text[m[1]] == '(' {
 			continue
 		}
