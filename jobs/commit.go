@@ -239,7 +239,7 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 // reply with no tool calls, which may end the run, it also reads what the
 // end reads (lockEnding).
 func (a *Agent) lockStep(ctx context.Context, tx pgx.Tx, c *stepCommit) (*Run, *ending, error) {
-	if len(c.reply.ToolCalls) == 0 {
+	if len(c.reply.ToolCalls) == 0 && !c.goOn {
 		return a.lockEnding(ctx, tx, c.turn.run, c.reply.Content)
 	}
 	run, err := a.lockTree(ctx, tx, c.turn.run)

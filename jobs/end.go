@@ -98,6 +98,11 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errT
 	if len(victims) == 0 {
 		return nil
 	}
+	// The writes held back (the step that ends the run) come before the
+	// ends they cause, in the tree's timeline too.
+	if err := end.flush(ctx, tx); err != nil {
+		return err
+	}
 	ids := make([]int64, len(victims))
 	for i, v := range victims {
 		ids[i] = v.ID

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -299,6 +300,24 @@ func TestEndingParentCancelsWorkingChildrenFirst(t *testing.T) {
 	}
 	if open != 0 {
 		t.Errorf("%d queued jobs of cancelled children left", open)
+	}
+	// The timeline tells the cause before its effects: the root's last
+	// step, then its children's cancellations, then its own end.
+	events, err := jobs.Events(ctx, b.pool, root.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, e := range events {
+		switch {
+		case e.RunID == root.ID && e.Kind == jobs.EventStep:
+			order = append(order, fmt.Sprintf("step %d", len(order)+1))
+		case e.Kind == jobs.EventCancelled || (e.RunID == root.ID && e.Kind == jobs.EventCompleted):
+			order = append(order, e.Kind)
+		}
+	}
+	if want := []string{"step 1", "step 2", jobs.EventCancelled, jobs.EventCancelled, jobs.EventCompleted}; !slices.Equal(order, want) {
+		t.Errorf("the tree's timeline: %v, want %v", order, want)
 	}
 }
 

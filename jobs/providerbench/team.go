@@ -87,10 +87,11 @@ func eventLines(ctx context.Context, e *Env, root int64) ([]string, error) {
 	by := map[string][]string{}
 	for _, ev := range evs {
 		var d struct {
-			Tool  string   `json:"tool"`
-			Tools []string `json:"tools"`
-			Error *bool    `json:"error"`
-			Step  *int     `json:"step"`
+			Tool   string   `json:"tool"`
+			Tools  []string `json:"tools"`
+			Failed []string `json:"failed"`
+			Error  *bool    `json:"error"`
+			Step   *int     `json:"step"`
 		}
 		_ = json.Unmarshal(ev.Data, &d)
 		line := ev.Kind
@@ -105,6 +106,9 @@ func eventLines(ctx context.Context, e *Env, root int64) ([]string, error) {
 		}
 		if d.Error != nil && *d.Error {
 			line += " failed"
+		}
+		if len(d.Failed) > 0 {
+			line += " failed [" + strings.Join(d.Failed, ",") + "]"
 		}
 		by[ev.Agent] = append(by[ev.Agent], line)
 	}
