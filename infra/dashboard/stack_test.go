@@ -42,9 +42,9 @@ type stack struct {
 	eventPolls, longPolls atomic.Int64
 	// streams counts the requests for event streams; with noStream set,
 	// they are answered 501, as behind a gateway that cannot stream.
-	streams  atomic.Int64
-	noStream atomic.Bool
-	ignoreWait            bool
+	streams    atomic.Int64
+	noStream   atomic.Bool
+	ignoreWait bool
 	// longPollsOf counts the long polls by path (/v1/gb/research/ID/events).
 	mu          sync.Mutex
 	longPollsOf map[string]int
