@@ -21,7 +21,7 @@ import (
 // no trace context (the run's traceparent stays NULL, its step job has no
 // traceparent in its metadata); one with a provider gives the run a span
 // identity in the trace of the span that created it, and its first step
-// job the traceparent of that span.
+// job the traceparent of the span that enqueued it, in that trace.
 func TestTraceContextOnlyWhenTracing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -76,7 +76,8 @@ func TestTraceContextOnlyWhenTracing(t *testing.T) {
 		t.Errorf("run %s under %s; want a span of its own in trace %s under %s", *traceparent, *parentID,
 			span.SpanContext().TraceID(), span.SpanContext().SpanID())
 	}
-	if meta["traceparent"] != tracectx.Format(span.SpanContext()) {
+	// The job was enqueued in River's insert span, under the request's.
+	if tp, _ := meta["traceparent"].(string); tracectx.Parse(tp).TraceID() != span.SpanContext().TraceID() {
 		t.Errorf("step job metadata %v; want the traceparent of the span that enqueued it", meta)
 	}
 }
@@ -121,8 +122,9 @@ func TestTreeTraceShowsCommits(t *testing.T) {
 	// The last run span is recorded as the root's end commits.
 	waitFor(t, 10*time.Second, "the root's span", func() bool {
 		for _, s := range exp.GetSpans() {
-			if strings.HasPrefix(s.Name, "invoke_agent") && s.Parent.SpanID() == req.SpanContext().SpanID() {
-				return true
+			if strings.HasPrefix(s.Name, "invoke_agent") && !s.Parent.IsValid() && len(s.Links) == 1 &&
+				s.Links[0].SpanContext.SpanID() == req.SpanContext().SpanID() {
+				return true // the root's: the root of the trace, linked to the request
 			}
 		}
 		return false
@@ -136,20 +138,43 @@ func TestTreeTraceShowsCommits(t *testing.T) {
 		}
 	}
 	committed := map[trace.SpanID]bool{} // step spans holding their transaction's span
-	steps := 0
+	steps, byParent := 0, map[string]int{}
 	for _, s := range spans {
 		if s.Name == "step" {
 			steps++
 		}
 		p, ok := byID[s.Parent.SpanID()]
 		if !ok {
-			continue // the request's span is the only root
+			continue // the request's span and the root run's are the roots
 		}
 		// A step commits in a transaction (COMMIT) or, when its tools all
 		// ran before, in one batch (an implicit transaction).
 		if p.Name == "step" && (s.Name == "COMMIT" || s.Name == "batch") {
 			committed[p.SpanContext.SpanID()] = true
 		}
+		if s.StartTime.Before(p.StartTime) || s.EndTime.After(p.EndTime) {
+			t.Errorf("span %q [%s, %s] is not within its parent %q [%s, %s]", s.Name, s.StartTime.Format(time.StampMicro),
+				s.EndTime.Format(time.StampMicro), p.Name, p.StartTime.Format(time.StampMicro), p.EndTime.Format(time.StampMicro))
+		}
+		// Every job is worked in River's span, a child of its run's.
+		if strings.HasPrefix(s.Name, "river.work/") && (!strings.HasPrefix(p.Name, "invoke_agent ") ||
+			len(s.Links) != 1 || s.Links[0].SpanContext.TraceID() != req.SpanContext().TraceID()) {
+			t.Errorf("job span %q hangs from %q, links %v", s.Name, p.Name, s.Links)
+		}
+		if s.Name == "step" {
+			byParent[p.Name]++
+		}
+		// A sub-agent's run hangs from its parent's, linked to the call
+		// that spawned it.
+		if strings.HasPrefix(s.Name, "invoke_agent ") {
+			spawn, ok := byID[linkOf(s)]
+			if !strings.HasPrefix(p.Name, "invoke_agent ") || !ok || spawn.Name != "execute_tool spawn_subagent" {
+				t.Errorf("run span %q hangs from %q, linked to %q", s.Name, p.Name, spawn.Name)
+			}
+		}
+	}
+	if len(byParent) != 1 || byParent["river.work/"+jobs.StepKind] == 0 {
+		t.Errorf("steps by parent %v; want each in its job's River span", byParent)
 	}
 	total := 0
 	for _, r := range tree {
@@ -159,4 +184,12 @@ func TestTreeTraceShowsCommits(t *testing.T) {
 		t.Errorf("%d runs, %d steps committed, %d step spans, %d holding their commit", len(tree), total, steps, len(committed))
 	}
 	t.Logf("%d spans, %d runs, %d steps, %d holding their commit", len(spans), len(tree), steps, len(committed))
+}
+
+// linkOf is the span a span links to (none when it has no link).
+func linkOf(s tracetest.SpanStub) trace.SpanID {
+	if len(s.Links) == 0 {
+		return trace.SpanID{}
+	}
+	return s.Links[0].SpanContext.SpanID()
 }
