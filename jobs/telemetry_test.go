@@ -14,6 +14,7 @@ import (
 	"github.com/gbresearch/gb/infra/dbtest"
 	"github.com/gbresearch/gb/infra/offline"
 	"github.com/gbresearch/gb/jobs"
+	"github.com/gbresearch/gb/jobs/llm"
 	"github.com/gbresearch/gb/jobs/tracectx"
 )
 
@@ -84,7 +85,11 @@ func TestTraceContextOnlyWhenTracing(t *testing.T) {
 
 // TestTreeTraceShowsCommitsAndNests works a research with sub-agents in a
 // traced agent and checks its one trace: every step's transaction shows
-// as a span inside the step's span (the step's context reaches pgx).
+// as a span inside the step's span (the step's context reaches pgx);
+// every span lies within its parent's time; every job is worked in
+// River's span, under its run's; a sub-agent's run span is under its
+// parent's, linked to its spawn call; chat spans follow the GenAI
+// conventions.
 func TestTreeTraceShowsCommits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -92,7 +97,7 @@ func TestTreeTraceShowsCommits(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithIDGenerator(tracectx.IDGenerator{}))
 	b := setupOn(t, pool, setupOpts{noWork: true})
-	a, err := jobs.New(jobs.Deps{Pool: pool, Model: &offline.Model{}, Work: true, Tracer: tp})
+	a, err := jobs.New(jobs.Deps{Pool: pool, Model: &servedOffline{}, Work: true, Tracer: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +143,7 @@ func TestTreeTraceShowsCommits(t *testing.T) {
 		}
 	}
 	committed := map[trace.SpanID]bool{} // step spans holding their transaction's span
-	steps, byParent := 0, map[string]int{}
+	steps, chats, byParent := 0, 0, map[string]int{}
 	for _, s := range spans {
 		if s.Name == "step" {
 			steps++
@@ -164,6 +169,20 @@ func TestTreeTraceShowsCommits(t *testing.T) {
 		if s.Name == "step" {
 			byParent[p.Name]++
 		}
+		// A model call: the conventions' "chat {model}", with the model's
+		// short id, the answer's id and the server called.
+		if strings.HasPrefix(s.Name, "chat") {
+			chats++
+			a := map[string]string{}
+			for _, kv := range s.Attributes {
+				a[string(kv.Key)] = kv.Value.String()
+			}
+			if s.Name != "chat offline" || a["gen_ai.request.model"] != "offline" || a["gen_ai.response.model"] != "offline" ||
+				a["gen_ai.response.id"] != "answer-"+a["gb.call.id"] || a["server.address"] != "models.example" ||
+				a["server.port"] != "8443" || a["gen_ai.provider.name"] != "gb" {
+				t.Errorf("chat span %q: %v", s.Name, a)
+			}
+		}
 		// A sub-agent's run hangs from its parent's, linked to the call
 		// that spawned it.
 		if strings.HasPrefix(s.Name, "invoke_agent ") {
@@ -180,10 +199,23 @@ func TestTreeTraceShowsCommits(t *testing.T) {
 	for _, r := range tree {
 		total += r.Steps
 	}
-	if len(tree) < 3 || steps < total || len(committed) < total {
-		t.Errorf("%d runs, %d steps committed, %d step spans, %d holding their commit", len(tree), total, steps, len(committed))
+	if len(tree) < 3 || steps < total || len(committed) < total || chats < total {
+		t.Errorf("%d runs, %d steps committed, %d step spans, %d holding their commit, %d chat spans", len(tree), total, steps,
+			len(committed), chats)
 	}
 	t.Logf("%d spans, %d runs, %d steps, %d holding their commit", len(spans), len(tree), steps, len(committed))
+}
+
+// servedOffline is the offline policy as if a server answered it: with
+// an answer id and a server's address.
+type servedOffline struct{ offline.Model }
+
+func (m *servedOffline) ServerAddress() (string, int) { return "models.example", 8443 }
+
+func (m *servedOffline) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	resp, err := m.Model.Complete(ctx, req)
+	resp.ID = "answer-" + req.ID
+	return resp, err
 }
 
 // linkOf is the span a span links to (none when it has no link).
