@@ -112,7 +112,7 @@ func TestTreeTraceShowsCommits(t *testing.T) {
 	sctx, req := tp.Tracer("test").Start(ctx, "request")
 	run, _, err := a.StartResearch(sctx, jobs.StartParams{UserID: b.userID,
 		Topic: "How do goroutines and channels synchronize work, and how does the context package carry " +
-		"cancellation, and how does net/http serve requests?"})
+			"cancellation, and how does net/http serve requests?"})
 	req.End()
 	if err != nil {
 		t.Fatal(err)
