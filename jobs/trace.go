@@ -182,9 +182,10 @@ func (e *endedRuns) record() {
 }
 
 // endRunSpans records the invoke_agent span of each run that ends in tx,
-// with the identity its creation gave it, from its creation to now. Runs
-// created while tracing was off have none and are skipped. The span is
-// recorded before tx commits: an end that fails to commit and is made
+// with the identity its creation gave it, from its creation to its end
+// (recordRunSpan: when the job ending it is done, else now). Runs created
+// while tracing was off have none and are skipped. The span is recorded
+// whether or not tx commits: an end that fails to commit and is made
 // again records the run's span again, with the same identity.
 func (a *Agent) endRunSpans(ctx context.Context, tx pgx.Tx, runs []*Run, status, errText string) error {
 	if !a.tel.tracing() || len(runs) == 0 {
