@@ -15,7 +15,9 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/riverqueue/rivercontrib/otelriver"
 	"go.opentelemetry.io/otel/metric"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gbresearch/gb/jobs/llm"
@@ -338,6 +340,17 @@ func New(d Deps) (*Agent, error) {
 		// A guest may work beside clients that know other job kinds.
 		LeaderElectionDisabled: cfg.Guest,
 		Middleware:             []rivertype.Middleware{&treeOrder{}},
+	}
+	if d.Tracer != nil {
+		// Every job kind is worked in a span of River's OpenTelemetry
+		// middleware, the child of its run's span (jobTracing, first).
+		mp := d.Meter
+		if mp == nil {
+			mp = noopmetric.NewMeterProvider()
+		}
+		rc.Middleware = append([]rivertype.Middleware{&jobTracing{agent: a}, otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
+			TracerProvider: d.Tracer, MeterProvider: mp, EnableTracePropagation: true, EnableWorkSpanJobKindSuffix: true,
+		})}, rc.Middleware...)
 	}
 	if d.Work {
 		rc.Queues = map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.MaxWorkers}}

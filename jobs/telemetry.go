@@ -35,6 +35,9 @@ const (
 	attrProvider       = "gen_ai.provider.name"
 	attrRequestModel   = "gen_ai.request.model"
 	attrResponseModel  = "gen_ai.response.model"
+	attrResponseID     = "gen_ai.response.id"
+	attrServerAddress  = "server.address"
+	attrServerPort     = "server.port"
 	attrMaxTokens      = "gen_ai.request.max_tokens"
 	attrFinishReasons  = "gen_ai.response.finish_reasons"
 	attrInputTokens    = "gen_ai.usage.input_tokens"
@@ -77,6 +80,27 @@ const (
 // gb's own ("gb") otherwise.
 type GenAIProvider interface {
 	GenAIProvider() string
+}
+
+// GenAIServer is implemented by a model that calls a server: its host and
+// port, the server.address and server.port of its chat spans.
+type GenAIServer interface {
+	ServerAddress() (host string, port int)
+}
+
+// SpanModel is implemented by a model whose Name is no fit for a span's
+// name (the offline policy's is a sentence): the short model id its chat
+// spans are named by and record as gen_ai.request.model.
+type SpanModel interface {
+	SpanModel() string
+}
+
+// spanModel is the model id of a model's chat spans.
+func spanModel(m llm.Model) string {
+	if s, ok := m.(SpanModel); ok {
+		return s.SpanModel()
+	}
+	return m.Name()
 }
 
 // providerOf is the gen_ai.provider.name of a model.
@@ -163,10 +187,16 @@ func (a *Agent) complete(ctx context.Context, run *Run, m llm.Model, req llm.Req
 	provider := providerOf(m)
 	var span trace.Span
 	if in.tracing() {
-		ctx, span = in.tracer.Start(ctx, opChat+" "+m.Name(), trace.WithSpanKind(trace.SpanKindClient),
+		model := spanModel(m)
+		ctx, span = in.tracer.Start(ctx, opChat+" "+model, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(attribute.String(attrOperation, opChat), attribute.String(attrProvider, provider),
-				attribute.String(attrRequestModel, m.Name()), attribute.Int(attrMaxTokens, req.MaxCompletionTokens),
+				attribute.String(attrRequestModel, model), attribute.Int(attrMaxTokens, req.MaxCompletionTokens),
 				attribute.String(attrConversationID, fmt.Sprint(run.ID)), attribute.String(attrCallID, req.ID)))
+		if s, ok := m.(GenAIServer); ok {
+			if host, port := s.ServerAddress(); host != "" {
+				span.SetAttributes(attribute.String(attrServerAddress, host), attribute.Int(attrServerPort, port))
+			}
+		}
 	}
 	began := time.Now()
 	resp, err := m.Complete(ctx, req)
@@ -206,7 +236,10 @@ func endChat(span trace.Span, m llm.Model, resp llm.Response, use llm.Usage, err
 		span.SetAttributes(attribute.String(attrErrorType, modelErrorType(err)))
 		span.SetStatus(codes.Error, err.Error())
 	} else {
-		span.SetAttributes(attribute.String(attrResponseModel, m.Name()))
+		span.SetAttributes(attribute.String(attrResponseModel, spanModel(m)))
+		if resp.ID != "" {
+			span.SetAttributes(attribute.String(attrResponseID, resp.ID))
+		}
 		if resp.FinishReason != "" {
 			span.SetAttributes(attribute.StringSlice(attrFinishReasons, []string{resp.FinishReason}))
 		}

@@ -171,9 +171,10 @@ func (r *otlpReceiver) spansOf(traceID string) []otlpSpan {
 // on an API traced in this process, and works it on a separate `gb worker`
 // process configured by OTEL_* variables only. Both export to an OTLP
 // receiver in the test, which gets one trace, the traceparent's, holding
-// the API's span, the run of every agent of the tree (the root and the
-// sub-agents it spawned, each hung from the spawn_subagent call that made
-// it), their step jobs (linked to the span that enqueued them), steps,
+// the API's span, the run of every agent of the tree (the root, linked
+// to the API's span, and the sub-agents it spawned, each under its parent's
+// run and linked to the spawn_subagent call that made it), their step jobs
+// in River's spans (linked to the span that enqueued them), steps,
 // model calls and tool calls with their GenAI attributes; and no span of
 // the tree outside it. The worker also exports the agent's metrics.
 func TestTraceAcrossProcesses(t *testing.T) {
@@ -280,11 +281,18 @@ func checkTreeTrace(t *testing.T, recv *otlpReceiver, traceID, callerSpan string
 		t.Fatalf("API spans %v, want one POST /v1/gb/research from gb-api-test, child of %s", names(apiSpans), callerSpan)
 	}
 
-	// One invoke_agent span per run of the tree: the root's hangs from the
-	// API's span, a sub-agent's from its parent's spawn_subagent call.
+	// One invoke_agent span per run of the tree: the root's is the root
+	// of the trace, linked to the API's span; a sub-agent's hangs from its
+	// parent's, linked to the spawn_subagent call that made it.
 	runSpan := map[string]otlpSpan{}
 	for _, s := range byName["invoke_agent"] {
 		runSpan[s.attr("gb.run.id")] = s
+	}
+	linkOf := func(s otlpSpan) otlpSpan {
+		if len(s.span.Links) != 1 {
+			return otlpSpan{}
+		}
+		return byID[hex.EncodeToString(s.span.Links[0].SpanId)]
 	}
 	for _, run := range tree {
 		s, ok := runSpan[fmt.Sprint(run.ID)]
@@ -295,14 +303,14 @@ func checkTreeTrace(t *testing.T, recv *otlpReceiver, traceID, callerSpan string
 			s.attr("gen_ai.request.model") != run.Model || s.service != "gb-worker-test" {
 			t.Errorf("run %d's span %s from %s lacks its GenAI attributes", run.ID, s.span.Name, s.service)
 		}
-		p := parentOf(s)
+		p, l := parentOf(s), linkOf(s)
 		switch {
-		case run.IsRoot() && p.id() != apiSpans[0].id():
-			t.Errorf("the root's span hangs from %q, want the API's span", p.span.GetName())
-		case !run.IsRoot() && (p.span.GetName() != "execute_tool spawn_subagent" ||
-			p.attr("gb.run.id") != fmt.Sprint(*run.ParentID)):
-			t.Errorf("sub-agent %q's span hangs from %q of run %s, want its parent's spawn_subagent call",
-				run.Name, p.span.GetName(), p.attr("gb.run.id"))
+		case run.IsRoot() && (s.parentID() != "" || l.id() != apiSpans[0].id()):
+			t.Errorf("the root's span hangs from %q, linked to %q; want a root linked to the API's span", p.span.GetName(), l.span.GetName())
+		case !run.IsRoot() && (p.attr("gb.run.id") != fmt.Sprint(*run.ParentID) || !strings.HasPrefix(p.span.GetName(), "invoke_agent") ||
+			l.span.GetName() != "execute_tool spawn_subagent" || l.attr("gb.run.id") != fmt.Sprint(*run.ParentID)):
+			t.Errorf("sub-agent %q's span hangs from %q of run %s, linked to %q; want its parent's run span, linked to its spawn_subagent call",
+				run.Name, p.span.GetName(), p.attr("gb.run.id"), l.span.GetName())
 		}
 	}
 
@@ -310,7 +318,8 @@ func checkTreeTrace(t *testing.T, recv *otlpReceiver, traceID, callerSpan string
 	// attempt, linked to the span that enqueued it; every step is a child
 	// of a job; model and tool calls are children of steps.
 	linked := 0
-	for _, s := range byName["process"] {
+	jobSpans := byName["river.work/"+jobs.StepKind]
+	for _, s := range jobSpans {
 		if p := parentOf(s); p.span.GetName() == "" || !strings.HasPrefix(p.span.Name, "invoke_agent") ||
 			p.attr("gb.run.id") != s.attr("gb.run.id") || s.attr("river.job.id") == "" || s.attr("river.job.attempt") == "" {
 			t.Errorf("job span %s of run %s: parent %q, job %q attempt %q", s.span.Name, s.attr("gb.run.id"),
@@ -320,13 +329,13 @@ func checkTreeTrace(t *testing.T, recv *otlpReceiver, traceID, callerSpan string
 			linked++
 		}
 	}
-	if len(byName["process"]) < len(tree) || linked != len(byName["process"]) {
+	if len(jobSpans) < len(tree) || linked != len(jobSpans) {
 		t.Errorf("%d job spans, %d linked to their enqueuer; want at least one per run (%d), all linked",
-			len(byName["process"]), linked, len(tree))
+			len(jobSpans), linked, len(tree))
 	}
 	steps := map[string]int{}
 	for _, s := range byName["step"] {
-		if p := parentOf(s); !strings.HasPrefix(p.span.GetName(), "process ") {
+		if p := parentOf(s); p.span.GetName() != "river.work/"+jobs.StepKind {
 			t.Errorf("step span of run %s hangs from %q", s.attr("gb.run.id"), p.span.GetName())
 		}
 		steps[s.attr("gb.run.id")]++
@@ -338,8 +347,8 @@ func checkTreeTrace(t *testing.T, recv *otlpReceiver, traceID, callerSpan string
 	}
 	for _, s := range byName["chat"] {
 		if parentOf(s).span.GetName() != "step" || s.attr("gen_ai.operation.name") != "chat" ||
-			s.attr("gen_ai.provider.name") == "" || s.attr("gen_ai.request.model") != offline.Name ||
-			s.attr("gen_ai.response.model") != offline.Name || s.attr("gen_ai.usage.input_tokens") == "" ||
+			s.attr("gen_ai.provider.name") == "" || s.attr("gen_ai.request.model") != "offline" ||
+			s.span.Name != "chat offline" || s.attr("gen_ai.response.model") != "offline" || s.attr("gen_ai.usage.input_tokens") == "" ||
 			s.attr("gen_ai.usage.input_tokens") == "0" || s.attr("gen_ai.usage.output_tokens") == "" ||
 			s.attr("gen_ai.usage.cache_read.input_tokens") == "" || s.span.Kind != tracepb.Span_SPAN_KIND_CLIENT {
 			t.Errorf("chat span %s lacks its GenAI attributes: %v", s.span.Name, s.span.Attributes)
@@ -361,7 +370,7 @@ func checkTreeTrace(t *testing.T, recv *otlpReceiver, traceID, callerSpan string
 		t.Errorf("%d chat spans for %d steps; tool calls %v", len(byName["chat"]), total, tools)
 	}
 	t.Logf("trace %s: %d spans: %d API, %d runs, %d jobs, %d steps, %d model calls, tool calls %v", traceID, len(spans),
-		len(apiSpans), len(byName["invoke_agent"]), len(byName["process"]), len(byName["step"]), len(byName["chat"]), tools)
+		len(apiSpans), len(byName["invoke_agent"]), len(jobSpans), len(byName["step"]), len(byName["chat"]), tools)
 
 	// No span of the tree's runs went to another trace.
 	recv.mu.Lock()

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
@@ -298,5 +301,33 @@ func TestDeclaresItsGenAIProvider(t *testing.T) {
 	p, ok := m.(interface{ GenAIProvider() string })
 	if !ok || p.GenAIProvider() != "aws.bedrock" {
 		t.Fatalf("the Bedrock model does not declare gen_ai.provider.name aws.bedrock")
+	}
+}
+
+// TestAnswerIDAndServer: an answer carries Bedrock's request id, and the
+// model says which host and port it calls: the endpoint set, else the
+// Region's.
+func TestAnswerIDAndServer(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, conversefake.Config{})
+	m := newModel(t, f, nova)
+	resp, err := m.Complete(context.Background(), llm.Request{MaxCompletionTokens: 50,
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "Topic: tides."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ID != "conversefake" {
+		t.Errorf("answer id %q, want the request id the fake sent", resp.ID)
+	}
+	if host, port := m.ServerAddress(); host != "127.0.0.1" || port == 0 || !strings.Contains(f.URL(), fmt.Sprintf(":%d", port)) {
+		t.Errorf("server %s:%d, want the fake's %s", host, port, f.URL())
+	}
+	r, err := bedrock.New(context.Background(), bedrock.Config{Model: nova, Region: "eu-west-3", AWS: awsConfig(f),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host, port := r.ServerAddress(); host != "bedrock-runtime.eu-west-3.amazonaws.com" || port != 443 {
+		t.Errorf("Region's server %s:%d", host, port)
 	}
 }

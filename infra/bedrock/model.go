@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strconv"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +23,8 @@ type Model struct {
 	log     *slog.Logger
 	profile llm.Profile
 	caching caching
+	host    string // the endpoint's host and port, for traces
+	port    int
 	// throttled counts the calls throttled in a row, for the backoff of
 	// the next (throttleWait); an answer resets it.
 	throttled atomic.Int32
@@ -57,7 +61,17 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("bedrock config: no Region (set AWS_REGION or the Bedrock Region)")
 	}
 	s, _ := specOf(cfg.Model)
-	m := &Model{name: cfg.Model, client: newClient(*ac, region, cfg), log: cfg.Logger, caching: s.caching}
+	m := &Model{name: cfg.Model, client: newClient(*ac, region, cfg), log: cfg.Logger, caching: s.caching,
+		host: "bedrock-runtime." + region + ".amazonaws.com", port: 443}
+	if cfg.Endpoint != "" {
+		u, _ := url.Parse(cfg.Endpoint) // checked by withDefaults
+		m.host, m.port = u.Hostname(), 443
+		if p, err := strconv.Atoi(u.Port()); err == nil {
+			m.port = p
+		} else if u.Scheme == "http" {
+			m.port = 80
+		}
+	}
 	var known bool
 	m.profile, known = profileFor(cfg.Model, overrideOf(cfg.Profiles, cfg.Model))
 	if !known || !m.profile.Priced {
@@ -91,6 +105,11 @@ func (m *Model) Name() string { return m.name }
 
 // Profile implements llm.Profiler: the model's window, caps and prices.
 func (m *Model) Profile() llm.Profile { return m.profile }
+
+// ServerAddress is the host and port of the endpoint the model calls (the
+// Region's Bedrock Runtime, or Config.Endpoint): the server.address and
+// server.port of its spans (jobs.GenAIServer).
+func (m *Model) ServerAddress() (string, int) { return m.host, m.port }
 
 // GenAIProvider is the OpenTelemetry GenAI conventions' gen_ai.provider.name
 // of Bedrock's models, which the agent's traces record (jobs.GenAIProvider).

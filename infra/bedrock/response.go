@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
@@ -50,7 +51,8 @@ func (m *Model) response(req llm.Request, out *bedrockruntime.ConverseOutput) (l
 	if !known {
 		finish = string(out.StopReason) // a stop reason newer than this table
 	}
-	resp := llm.Response{Message: llm.Message{Role: llm.RoleAssistant}, Usage: usage, FinishReason: finish,
+	requestID, _ := awsmiddleware.GetRequestIDMetadata(out.ResultMetadata)
+	resp := llm.Response{ID: requestID, Message: llm.Message{Role: llm.RoleAssistant}, Usage: usage, FinishReason: finish,
 		Refused: finish == llm.FinishContentFilter}
 	var text []string
 	if msg, ok := out.Output.(*types.ConverseOutputMemberMessage); ok {

@@ -2,6 +2,9 @@
 // applies the schema: the project's migrations through goose and River's
 // through rivermigrate.
 //
+// Its pool traces each statement run under a recording span as a client
+// span of the database conventions (tracer.go).
+//
 // It may import migrations and nothing else of the project.
 package db
 
@@ -70,6 +73,7 @@ func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	if cfg.Proxy {
 		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
 	}
+	pc.ConnConfig.Tracer = &queryTracer{} // spans only under a recording span (tracer.go)
 	if cfg.BeforeConnect != nil {
 		pc.BeforeConnect = cfg.BeforeConnect
 	}

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
 )
 
 // StatusClientClosed is the status a request is answered with when its
@@ -25,8 +26,9 @@ const StatusClientClosed = 499
 // part of the caller's trace (jobs stores the span's context on the run).
 // The span and the metric are named by the route the mux matches ("POST
 // /v1/gb/research/{id}/cancel"), never by the path. The dashboard's
-// static files are not traced: a page load is dozens of them. With no
-// tracer provider it returns next as is.
+// static files are one route, staticRoute, in the metric, and make no
+// span: a page load is dozens of them. With no tracer provider it returns
+// next as is.
 func traced(tp trace.TracerProvider, mp metric.MeterProvider, mux *http.ServeMux, next http.Handler) http.Handler {
 	if tp == nil {
 		return next
@@ -56,16 +58,33 @@ func traced(tp trace.TracerProvider, mp metric.MeterProvider, mux *http.ServeMux
 			name, _ := route(r)
 			return name
 		}),
-		otelhttp.WithFilter(func(r *http.Request) bool { return !isStaticAsset(r.URL.Path) }),
 	}
 	if mp != nil {
 		opts = append(opts, otelhttp.WithMeterProvider(mp))
 	}
-	return otelhttp.NewHandler(inner, "gb-api", opts...)
+	api := otelhttp.NewHandler(inner, "gb-api", opts...)
+	static := next
+	if mp != nil {
+		static = otelhttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r)
+			r.Pattern = r.Method + " " + staticRoute // what otelhttp takes the route from, once served
+		}), "gb-ui", otelhttp.WithTracerProvider(nooptrace.NewTracerProvider()), otelhttp.WithMeterProvider(mp),
+			otelhttp.WithPropagators(propagation.TraceContext{}))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isStaticAsset(r.URL.Path) {
+			static.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
+// staticRoute is the one route of the dashboard's static files.
+const staticRoute = "/ui/*"
+
 // isStaticAsset says whether path is one of the dashboard's files (under
-// /ui/), which are not traced.
+// /ui/), one route (staticRoute) with no span.
 func isStaticAsset(path string) bool {
 	return path == "/ui" || strings.HasPrefix(path, "/ui/")
 }

@@ -38,6 +38,10 @@ type Model struct {
 // Name implements llm.Model.
 func (m *Model) Name() string { return Name }
 
+// SpanModel is the policy's short model id in traces ("chat offline"),
+// where Name, a sentence, would make a poor span name (jobs.SpanModel).
+func (m *Model) SpanModel() string { return "offline" }
+
 // Complete implements llm.Model: it decides the next turn from the request.
 func (m *Model) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if m.Delay > 0 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strconv"
 	"strings"
 
 	oai "github.com/sashabaranov/go-openai"
@@ -16,6 +18,8 @@ import (
 type Model struct {
 	name    string
 	key     string // kept only to clear it from error texts
+	host    string // the endpoint's host and port, for traces
+	port    int
 	client  *oai.Client
 	log     *slog.Logger
 	profile llm.Profile
@@ -46,6 +50,7 @@ func New(cfg Config) (*Model, error) {
 		log:    cfg.Logger,
 		effort: cfg.ReasoningEffort,
 	}
+	m.host, m.port = hostPort(cc.BaseURL)
 	var known bool
 	m.profile, known = profileFor(cfg.Model, overrideOf(cfg.Profiles, cfg.Model), cfg.ReasoningEffort)
 	if !known || !m.profile.Priced {
@@ -58,6 +63,23 @@ func New(cfg Config) (*Model, error) {
 
 // Name implements llm.Model: the configured model name.
 func (m *Model) Name() string { return m.name }
+
+// ServerAddress is the host and port of the endpoint the model calls: the
+// server.address and server.port of its spans (jobs.GenAIServer).
+func (m *Model) ServerAddress() (string, int) { return m.host, m.port }
+
+// hostPort is the host of an http(s) URL and its port, given or implied.
+func hostPort(raw string) (string, int) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", 0
+	}
+	port, _ := strconv.Atoi(u.Port())
+	if port == 0 {
+		port = map[string]int{"http": 80, "https": 443}[u.Scheme]
+	}
+	return u.Hostname(), port
+}
 
 // Profile implements llm.Profiler: the model's context window, completion
 // caps and prices, from the table, Config.Profiles and the reasoning effort.

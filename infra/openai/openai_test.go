@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -506,5 +507,27 @@ func TestPriceOf(t *testing.T) {
 		if !ok || p.Input <= 0 || p.Output <= p.Input || p.CachedInput <= 0 || p.CachedInput > p.Input {
 			t.Errorf("%s: price %+v, %v; want input > 0, output > input, 0 < cached <= input", model, p, ok)
 		}
+	}
+}
+
+// TestAnswerIDAndServer: an answer carries the completion's id, and the
+// model says which host and port it calls (for its spans).
+func TestAnswerIDAndServer(t *testing.T) {
+	api := newFakeAPI(t, reply{fixture: "answer.json"})
+	m := mustNew(t, api.config("gpt-4o"))
+	resp, err := m.Complete(context.Background(), simpleRequest())
+	if err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if resp.ID != "chatcmpl-fixture-2" {
+		t.Errorf("answer id %q, want the completion's", resp.ID)
+	}
+	u, _ := url.Parse(api.srv.URL)
+	if host, port := m.ServerAddress(); host != u.Hostname() || strconv.Itoa(port) != u.Port() {
+		t.Errorf("server %s:%d, want %s", host, port, u.Host)
+	}
+	def := mustNew(t, Config{APIKey: "k", Model: "gpt-4o"})
+	if host, port := def.ServerAddress(); host != "api.openai.com" || port != 443 {
+		t.Errorf("default server %s:%d, want api.openai.com:443", host, port)
 	}
 }

@@ -28,6 +28,7 @@ func (m *Model) response(r oai.ChatCompletionResponse, limits *llm.RateLimits) (
 	choice := r.Choices[0]
 	msg := choice.Message
 	out := llm.Response{
+		ID:           llm.CleanText(r.ID),
 		Message:      llm.Message{Role: llm.RoleAssistant, Content: llm.CleanText(msg.Content)},
 		Usage:        usage,
 		FinishReason: string(choice.FinishReason),

@@ -216,6 +216,9 @@ const (
 
 // Response is the model's answer: one assistant message and its usage.
 type Response struct {
+	// ID is the provider's id of the answer (OpenAI's completion id,
+	// Bedrock's request id); "" when it gave none.
+	ID      string
 	Message Message
 	Usage   Usage
 	// FinishReason says why the answer ended (the Finish* values; "" when
