@@ -179,10 +179,10 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Agent runs research agents, for the whole process: it owns the River
+// Service runs research agents, for the whole process: it owns the River
 // client that inserts and works the jobs of steps, wakes, timeouts and
 // webhooks, the models, and the message system.
-type Agent struct {
+type Service struct {
 	pool      *pgxpool.Pool
 	model     llm.Model
 	messenger Messenger
@@ -244,7 +244,7 @@ type Observer interface {
 	StepCommitted(runID int64, step int, at time.Time)
 }
 
-// Deps are what an Agent is built from.
+// Deps are what a Service is built from.
 type Deps struct {
 	Pool      *pgxpool.Pool
 	Model     llm.Model
@@ -287,8 +287,8 @@ type Deps struct {
 	Meter  metric.MeterProvider
 }
 
-// New builds an Agent and its River client. Start works jobs when Work is set.
-func New(d Deps) (*Agent, error) {
+// New builds a Service and its River client. Start works jobs when Work is set.
+func New(d Deps) (*Service, error) {
 	if d.Pool == nil || d.Model == nil {
 		return nil, errors.New("jobs.New needs a pool and a model")
 	}
@@ -296,7 +296,7 @@ func New(d Deps) (*Agent, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("invalid agent config: %w", err)
 	}
-	a := &Agent{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer, fault: d.Fault,
+	a := &Service{pool: d.Pool, model: d.Model, messenger: d.Messenger, config: cfg, observer: d.Observer, fault: d.Fault,
 		search: d.Search, fetch: d.Fetch, webhooks: d.Webhooks, rate: newLimiter(cfg.RateLimits), deadlines: newDeadlines(),
 		logger: cmp.Or(d.Logger, slog.Default()).With("component", "agent")}
 	tel, err := newInstruments(d.Tracer, d.Meter)
@@ -364,14 +364,14 @@ func New(d Deps) (*Agent, error) {
 }
 
 // injectFault calls the fault hook, if any, at a point of a step.
-func (a *Agent) injectFault(point string) {
+func (a *Service) injectFault(point string) {
 	if a.fault != nil {
 		a.fault(point)
 	}
 }
 
 // modelNamed returns the model of that name, or nil.
-func (a *Agent) modelNamed(name string) llm.Model {
+func (a *Service) modelNamed(name string) llm.Model {
 	for _, m := range a.models {
 		if m.Name() == name {
 			return m
@@ -382,7 +382,7 @@ func (a *Agent) modelNamed(name string) llm.Model {
 
 // modelFor is the model a run works with: the one it records, or the
 // default when that one is not configured any more.
-func (a *Agent) modelFor(run *Run) llm.Model {
+func (a *Service) modelFor(run *Run) llm.Model {
 	if m := a.modelNamed(run.Model); m != nil {
 		return m
 	}
@@ -390,7 +390,7 @@ func (a *Agent) modelFor(run *Run) llm.Model {
 }
 
 // modelNames lists the models a sub-agent may be given, the default first.
-func (a *Agent) modelNames() []string {
+func (a *Service) modelNames() []string {
 	names := make([]string, len(a.models))
 	for i, m := range a.models {
 		names[i] = m.Name()
@@ -399,23 +399,23 @@ func (a *Agent) modelNames() []string {
 }
 
 // web reports whether agents get the web tools.
-func (a *Agent) web() bool { return a.search != nil && a.fetch != nil }
+func (a *Service) web() bool { return a.search != nil && a.fetch != nil }
 
 // River returns the agent's River client.
-func (a *Agent) River() *river.Client[pgx.Tx] { return a.river }
+func (a *Service) River() *river.Client[pgx.Tx] { return a.river }
 
 // Pool returns the agent's database pool.
-func (a *Agent) Pool() *pgxpool.Pool { return a.pool }
+func (a *Service) Pool() *pgxpool.Pool { return a.pool }
 
 // ModelName is the name recorded on the runs this agent starts.
-func (a *Agent) ModelName() string { return a.model.Name() }
+func (a *Service) ModelName() string { return a.model.Name() }
 
 // Start starts working jobs. Stop must be called before the process exits
 // or freezes.
 //
 // Jobs do not end with ctx: a step is interrupted only by Stop, which puts
 // it back in the queue without spending an attempt.
-func (a *Agent) Start(ctx context.Context) error {
+func (a *Service) Start(ctx context.Context) error {
 	if err := a.begin(ctx); err != nil {
 		return err
 	}
@@ -428,7 +428,7 @@ func (a *Agent) Start(ctx context.Context) error {
 
 // Stop stops fetching jobs and waits for running ones; when ctx ends first,
 // running jobs are cancelled and go back to the queue.
-func (a *Agent) Stop(ctx context.Context) error {
+func (a *Service) Stop(ctx context.Context) error {
 	a.stopping.Store(true)
 	defer a.stopping.Store(false)
 	err := a.river.Stop(ctx)

@@ -47,7 +47,7 @@ type answer struct {
 
 // ask makes the model call of a step. It returns nil and no error when the
 // step ended the run itself (its budget, or a rejected request).
-func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, last bool) (*answer, error) {
+func (a *Service) ask(ctx context.Context, t *turn, step int, conv []llm.Message, last bool) (*answer, error) {
 	run := t.run
 	level := t.refusals[step]
 	closing := false
@@ -194,7 +194,7 @@ func (a *Agent) ask(ctx context.Context, t *turn, step int, conv []llm.Message, 
 
 // observe passes what the provider said of its rate limits, with an answer
 // or a refusal, to the shared limiter.
-func (a *Agent) observe(ctx context.Context, run *Run, lim *llm.RateLimits, callErr error) {
+func (a *Service) observe(ctx context.Context, run *Run, lim *llm.RateLimits, callErr error) {
 	var wait time.Duration
 	var ce *llm.CallError
 	if errors.As(callErr, &ce) {
@@ -223,7 +223,7 @@ func rateLimitWait(err error) time.Duration {
 // endWithFindings ends a run that cannot write its report (its budget or
 // its window will not allow one) as failed, with what its sub-agents
 // found as its report.
-func (a *Agent) endWithFindings(ctx context.Context, t *turn, why string) error {
+func (a *Service) endWithFindings(ctx context.Context, t *turn, why string) error {
 	found, err := a.findings(ctx, t.run, why)
 	if err != nil {
 		return err
@@ -242,7 +242,7 @@ func (a *Agent) endWithFindings(ctx context.Context, t *turn, why string) error 
 // call. It is a function of the stored conversation and calls, and of the
 // configuration and the limits learned, so a retried step builds the same
 // request.
-func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, level int, lim providerLimits) (llm.Request, bool, error) {
+func (a *Service) buildRequest(t *turn, conv []llm.Message, last, closing bool, level int, lim providerLimits) (llm.Request, bool, error) {
 	req, err := a.request(t.run, conv, last, closing)
 	if err != nil {
 		return req, false, err
@@ -265,7 +265,7 @@ func (a *Agent) buildRequest(t *turn, conv []llm.Message, last, closing bool, le
 
 // reportCapOf is the completion cap a call that writes the turn's report
 // is sent with (buildRequest), for a reply cut at a step's smaller cap.
-func (a *Agent) reportCapOf(t *turn, lim providerLimits) int {
+func (a *Service) reportCapOf(t *turn, lim providerLimits) int {
 	p := a.profileFor(t.run)
 	return completionCap(p, true, unusableAttempts(t.job), a.maxCompletionFor(t.run),
 		lim.effectiveWindow(p.ContextWindow), lim.tpm)

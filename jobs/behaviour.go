@@ -173,7 +173,7 @@ func ready(bh *behaviour) (*behaviour, error) {
 // currentBehaviour is the bundle of this process: its prompts and types,
 // every tool's schema as its agents would be sent it, the profiles of its
 // models and its limits.
-func (a *Agent) currentBehaviour(set *prompts.Set, version string) (*behaviour, error) {
+func (a *Service) currentBehaviour(set *prompts.Set, version string) (*behaviour, error) {
 	c := bundleContent{Prompts: set, Profiles: map[string]pinnedProfile{}, Limits: bundleLimits{
 		MaxCompletionTokens: a.config.MaxCompletionTokens, PromptBudget: a.config.PromptBudget,
 		MaxReportChars: a.config.MaxReportChars}}
@@ -197,7 +197,7 @@ func (a *Agent) currentBehaviour(set *prompts.Set, version string) (*behaviour, 
 // GB_PIN=latest or for a run not pinned yet, else the one it is pinned
 // to, which the job's load read (outside a step, a bundle the process
 // does not hold is logged and the deploy's used).
-func (a *Agent) pinOf(run *Run) *behaviour {
+func (a *Service) pinOf(run *Run) *behaviour {
 	if run == nil || run.Pinned == "" || run.Pinned == a.current.hash || a.config.Pin == PinLatest {
 		return a.current
 	}
@@ -215,7 +215,7 @@ func (a *Agent) pinOf(run *Run) *behaviour {
 // parent's step is made with, when it is stored (the parent's own, or
 // this deploy's once the process stored it), else the parent's; nil
 // (pinned by its first step) when the parent is not pinned yet.
-func (a *Agent) childPin(parent *Run) *string {
+func (a *Service) childPin(parent *Run) *string {
 	h := a.pinOf(parent).hash
 	if h == parent.Pinned || (h == a.current.hash && a.bundleStored.Load()) {
 		return &h
@@ -239,7 +239,7 @@ const pinnedBundleSQL = `SELECT b.hash, b.content, b.version FROM gb_agent_resea
 // the deploy's bundle (once per process: the steps it makes pin runs to
 // it) and the read of the bundle the run is pinned to when the process
 // does not hold it; after lets the caller mark the first done.
-func (a *Agent) queueLoadBundle(b *pgx.Batch, id int64) (after func()) {
+func (a *Service) queueLoadBundle(b *pgx.Batch, id int64) (after func()) {
 	store := !a.bundleStored.Load()
 	if store {
 		b.Queue(storeBundleSQL, a.current.hash, string(a.current.encoded), a.current.version)
@@ -268,7 +268,7 @@ func (a *Agent) queueLoadBundle(b *pgx.Batch, id int64) (after func()) {
 }
 
 // heldBundles are the hashes of the bundles the process holds.
-func (a *Agent) heldBundles() []string {
+func (a *Service) heldBundles() []string {
 	held := []string{a.current.hash}
 	a.bundles.Range(func(k, _ any) bool {
 		held = append(held, k.(string))
@@ -279,11 +279,11 @@ func (a *Agent) heldBundles() []string {
 
 // Behaviour is the deploy's version: the gb version and the hash of its
 // bundle.
-func (a *Agent) Behaviour() (version, hash string) { return a.version, a.current.hash }
+func (a *Service) Behaviour() (version, hash string) { return a.version, a.current.hash }
 
 // profileFor is the profile a run's requests are built with: the model's,
 // with the request-shaping parts its bundle keeps.
-func (a *Agent) profileFor(run *Run) llm.Profile {
+func (a *Service) profileFor(run *Run) llm.Profile {
 	m := a.modelFor(run)
 	p := profileOf(m)
 	if pp, ok := a.pinOf(run).content.Profiles[m.Name()]; ok {
@@ -295,7 +295,7 @@ func (a *Agent) profileFor(run *Run) llm.Profile {
 
 // limitsFor are the configured limits a run's bundle keeps (the
 // agent's own where the bundle has none).
-func (a *Agent) limitsFor(run *Run) bundleLimits {
+func (a *Service) limitsFor(run *Run) bundleLimits {
 	l := a.pinOf(run).content.Limits
 	l.MaxCompletionTokens = cmp.Or(l.MaxCompletionTokens, a.config.MaxCompletionTokens)
 	l.PromptBudget = cmp.Or(l.PromptBudget, a.config.PromptBudget)
@@ -304,7 +304,7 @@ func (a *Agent) limitsFor(run *Run) bundleLimits {
 }
 
 // maxCompletionFor is the configured completion cap of a run's calls.
-func (a *Agent) maxCompletionFor(run *Run) int { return a.limitsFor(run).MaxCompletionTokens }
+func (a *Service) maxCompletionFor(run *Run) int { return a.limitsFor(run).MaxCompletionTokens }
 
 // versionEvent is the event of a step that moved its run from one bundle
 // to another.

@@ -42,7 +42,7 @@ func searchingModel() *bench.ToolModel {
 
 // agentRuns starts runs research runs of steps steps at once, each for its
 // own user, and returns their timings once every step has committed.
-func agentRuns(b testing.TB, a *jobs.Agent, obs *bench.StepTimes, users []int64, runs, steps int, miss bool) bench.ChainStats {
+func agentRuns(b testing.TB, a *jobs.Service, obs *bench.StepTimes, users []int64, runs, steps int, miss bool) bench.ChainStats {
 	b.Helper()
 	suffix := "hit"
 	if miss {

@@ -49,7 +49,7 @@ func quietLogger() *slog.Logger {
 
 // benchAgent starts a working agent on pool with the default config,
 // stopped when the benchmark ends.
-func benchAgent(b testing.TB, pool *pgxpool.Pool, model llm.Model, obs jobs.Observer) *jobs.Agent {
+func benchAgent(b testing.TB, pool *pgxpool.Pool, model llm.Model, obs jobs.Observer) *jobs.Service {
 	b.Helper()
 	a, err := bench.StartAgent(context.Background(), pool, model, obs, jobs.Config{}, quietLogger())
 	if err != nil {

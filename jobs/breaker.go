@@ -106,7 +106,7 @@ const gateSQL = `WITH claim AS (
 
 // gate reads the breaker of model key before a call and claims the probe
 // when one is due.
-func (a *Agent) gate(ctx context.Context, key string) (gate, error) {
+func (a *Service) gate(ctx context.Context, key string) (gate, error) {
 	var g gate
 	err := a.pool.QueryRow(ctx, gateSQL, key, a.config.Outage.ProbeLease.Seconds()).Scan(&g.open, &g.probe, &g.at, &g.lastError)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -155,7 +155,7 @@ const failedSQL = `INSERT INTO gb_provider_breakers AS b (key, provider, failure
 
 // failed counts a transient failure of a call of model key against its
 // breaker and says whether it is open and when the next call may go out.
-func (a *Agent) failed(ctx context.Context, key, provider, msg string, probe bool) (gate, error) {
+func (a *Service) failed(ctx context.Context, key, provider, msg string, probe bool) (gate, error) {
 	o := a.config.Outage
 	g := gate{lastError: msg}
 	var opened bool
@@ -183,7 +183,7 @@ const answeredSQL = `WITH old AS (SELECT opened_at FROM gb_provider_breakers WHE
 // answered tells the breaker of model key that a call got an answer: it
 // closes, and when it was open the steps that wait for it are woken, the
 // oldest tree first.
-func (a *Agent) answered(ctx context.Context, key string) error {
+func (a *Service) answered(ctx context.Context, key string) error {
 	ctx = context.WithoutCancel(ctx)
 	var wasOpen bool
 	err := a.pool.QueryRow(ctx, answeredSQL, key).Scan(&wasOpen)
@@ -207,7 +207,7 @@ func (a *Agent) answered(ctx context.Context, key string) error {
 
 // release gives up a probe's claim that made no call (the rate limiter or
 // the budget held it back), so that another may probe now.
-func (a *Agent) release(ctx context.Context, key string) {
+func (a *Service) release(ctx context.Context, key string) {
 	_, err := a.pool.Exec(context.WithoutCancel(ctx),
 		`UPDATE gb_provider_breakers SET probe_until = '-infinity' WHERE key = $1`, key)
 	if err != nil {

@@ -56,7 +56,7 @@ type UsageEstimator interface {
 // what the provider counted before), at its dearest rate (estimateCost),
 // and its completion cap. A model with no profile that estimates its own usage
 // (UsageEstimator) is taken at its word.
-func (a *Agent) estimateUsage(run *Run, req llm.Request) llm.Usage {
+func (a *Service) estimateUsage(run *Run, req llm.Request) llm.Usage {
 	m := a.modelFor(run)
 	_, profiled := m.(llm.Profiler)
 	if e, ok := m.(UsageEstimator); ok && !profiled {
@@ -141,7 +141,7 @@ type admission struct {
 // request's completion cap to what is left), then against its model's
 // rate limit, writing its ledger row. closing is the root's last report,
 // which may use the share of the budget kept for it.
-func (a *Agent) admit(ctx context.Context, t *turn, step int, req *llm.Request, closing bool) (admission, error) {
+func (a *Service) admit(ctx context.Context, t *turn, step int, req *llm.Request, closing bool) (admission, error) {
 	if t.limits.none() {
 		c, err := a.admitCall(ctx, a.pool, t, step, *req, a.estimateUsage(t.run, *req), closing)
 		return admissionOf(c), err
@@ -220,7 +220,7 @@ func lockBudget(ctx context.Context, tx pgx.Tx, rootID int64) (budget, error) {
 // budget, and never less than the report's share (less what closing calls
 // before it spent or hold: one retried after its worker died), so that
 // what other calls overspent is not taken from it.
-func (a *Agent) fit(run *Run, b budget, req *llm.Request, closing bool) (verdict, string) {
+func (a *Service) fit(run *Run, b budget, req *llm.Request, closing bool) (verdict, string) {
 	if b.maxTokens > 0 {
 		promptEst := int64(a.estimateUsage(run, *req).PromptTokens)
 		need := promptEst + int64(min(req.MaxCompletionTokens, minCompletionTokens))
@@ -255,7 +255,7 @@ func (a *Agent) fit(run *Run, b budget, req *llm.Request, closing bool) (verdict
 // shrinkToCost lowers the request's completion cap so that its estimate
 // costs at most left dollars, keeping at least minCompletionTokens (or the
 // cap, when smaller); false when even that does not fit.
-func (a *Agent) shrinkToCost(run *Run, req *llm.Request, left float64) bool {
+func (a *Service) shrinkToCost(run *Run, req *llm.Request, left float64) bool {
 	est := a.estimateUsage(run, *req)
 	if est.CostUSD <= left {
 		return true
@@ -279,7 +279,7 @@ func (a *Agent) shrinkToCost(run *Run, req *llm.Request, left float64) bool {
 
 // smallestCost is the estimate of the request with the smallest cap worth
 // a call.
-func (a *Agent) smallestCost(run *Run, req llm.Request) float64 {
+func (a *Service) smallestCost(run *Run, req llm.Request) float64 {
 	return a.estimateUsage(run, withCap(req, min(req.MaxCompletionTokens, minCompletionTokens))).CostUSD
 }
 

@@ -17,7 +17,7 @@ const costPrecision = 1e-6
 // rounds to nothing, or that is smaller than the root's first call (which
 // must fit in the budget less the report's share) and its closing call
 // (the report) together. The error gives the smallest workable figure.
-func (a *Agent) checkBudget(p StartParams) error {
+func (a *Service) checkBudget(p StartParams) error {
 	if p.MaxCostUSD > 0 && p.MaxCostUSD < costPrecision {
 		return &FieldError{"max_cost_usd", fmt.Sprintf("is %g, which rounds to $0 at the ledger's precision of $%g: "+
 			"give at least %g, or 0 for no budget", p.MaxCostUSD, costPrecision, costPrecision)}
@@ -49,7 +49,7 @@ func (a *Agent) checkBudget(p StartParams) error {
 // (the default, or one a sub-agent may be given) has a profile but no
 // price: its calls would be counted at $0 and the budget would hold
 // nothing while the provider bills.
-func (a *Agent) checkPriced(maxCost float64) error {
+func (a *Service) checkPriced(maxCost float64) error {
 	var unpriced []string
 	for _, m := range append([]llm.Model{a.model}, a.models...) {
 		if _, ok := m.(llm.Profiler); ok && !profileOf(m).Priced && !slices.Contains(unpriced, m.Name()) {
@@ -69,7 +69,7 @@ func (a *Agent) checkPriced(maxCost float64) error {
 // its first call and its report: the first call's prompt and the smallest
 // completion worth a call must fit in the budget less the report's share,
 // and the report, with the same smallest completion, in what is left.
-func (a *Agent) minimumBudget(p StartParams) (int64, float64, error) {
+func (a *Service) minimumBudget(p StartParams) (int64, float64, error) {
 	root := &Run{Topic: p.Topic, Model: a.model.Name(), MaxSubagents: a.subagentLimit(nil), MaxSteps: p.MaxSteps}
 	conv := []llm.Message{{Role: llm.RoleUser, Content: p.Topic}}
 	first, err := a.request(root, conv, false, false)

@@ -96,7 +96,7 @@ type capacity struct {
 
 // admitCall takes the rate-limit capacity of a call and writes its ledger
 // row, on db (the pool, or the transaction of a budget reservation).
-func (a *Agent) admitCall(ctx context.Context, db DB, t *turn, step int, req llm.Request, est llm.Usage,
+func (a *Service) admitCall(ctx context.Context, db DB, t *turn, step int, req llm.Request, est llm.Usage,
 	closing bool) (capacity, error) {
 	run, job := t.run, t.job
 	model := a.modelFor(run)
@@ -186,7 +186,7 @@ func settleCall(ctx context.Context, db DB, c callRef, u llm.Usage, billed, esti
 // its own so that an interrupted step still records it: a call the
 // provider billed counts its usage; one cut off after it was sent counts
 // its estimate, marked estimated; any other is released.
-func (a *Agent) settleFailed(ctx context.Context, c callRef, callErr error) {
+func (a *Service) settleFailed(ctx context.Context, c callRef, callErr error) {
 	u, billed, estimated, outcome := failedCallUsage(c, callErr)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()

@@ -49,7 +49,7 @@ func checkCitationsMode(field, mode string) error {
 // citationsModeFor is the mode of a new research: the one it asked for,
 // else the configured default, else revise for a language model and flag
 // for the offline policy, whose extractive reports cannot be rewritten.
-func (a *Agent) citationsModeFor(asked string) string {
+func (a *Service) citationsModeFor(asked string) string {
 	if asked != "" {
 		return asked
 	}
@@ -73,7 +73,7 @@ type citeOutcome struct {
 // verdicts and the counts, and says what to record as the report, or
 // that the root revises it first (the revision note is then appended to
 // the step that wrote it, so that the next step sees it).
-func (a *Agent) citeReport(ctx context.Context, tx pgx.Tx, run *Run, step int, report string, end *ending) (citeOutcome, error) {
+func (a *Service) citeReport(ctx context.Context, tx pgx.Tx, run *Run, step int, report string, end *ending) (citeOutcome, error) {
 	mode, err := treeCitationsMode(ctx, tx, run)
 	if err != nil || mode == CitationsOff || strings.TrimSpace(report) == "" {
 		return citeOutcome{report: report}, err
@@ -254,7 +254,7 @@ func revising(history []llm.Message) bool {
 // the revision cannot be made (its budget, a failed call, a reply with no
 // report): the report it wrote before, flagged, so that the research
 // still ends with it. ok is false for any other run.
-func (a *Agent) keepDraft(ctx context.Context, tx pgx.Tx, run *Run, why string) (report string, ok bool, err error) {
+func (a *Service) keepDraft(ctx context.Context, tx pgx.Tx, run *Run, why string) (report string, ok bool, err error) {
 	if !run.IsRoot() || run.CitationsBefore == nil || run.Citations != nil {
 		return "", false, nil
 	}

@@ -92,7 +92,7 @@ func isOffline(m llm.Model) bool { return strings.HasPrefix(m.Name(), "offline")
 // verification model when one is set, else the run's own model; nil when
 // the judge is off, the model is the offline policy, or the verification
 // model is not one this agent may call.
-func (a *Agent) judgeFor(run *Run) llm.Model {
+func (a *Service) judgeFor(run *Run) llm.Model {
 	if a.config.JudgeOff {
 		return nil
 	}
@@ -116,7 +116,7 @@ func (a *Agent) judgeFor(run *Run) llm.Model {
 // about to record, when the run has a judge and the research checks its
 // citations; the judgements wait in the agent for the step's transaction
 // (takeJudgements).
-func (a *Agent) judgeReport(ctx context.Context, t *turn, step int, report string) error {
+func (a *Service) judgeReport(ctx context.Context, t *turn, step int, report string) error {
 	judge := a.judgeFor(t.run)
 	if judge == nil || strings.TrimSpace(report) == "" {
 		return nil
@@ -253,7 +253,7 @@ func judgeRequest(chunk []judgeItem) llm.Request {
 // judgeChunk makes one judge's call. ok is false when the call was not
 // admitted now; the judgements are keyed by claim text, none when the
 // call failed or its answer was malformed.
-func (a *Agent) judgeChunk(ctx context.Context, vt *turn, step int, judge llm.Model, chunk []judgeItem) (js map[string]judgement, ok bool, err error) {
+func (a *Service) judgeChunk(ctx context.Context, vt *turn, step int, judge llm.Model, chunk []judgeItem) (js map[string]judgement, ok bool, err error) {
 	req := judgeRequest(chunk)
 	ad, err := a.admit(ctx, vt, step, &req, false)
 	if err != nil {
@@ -351,7 +351,7 @@ func parseJudgeAnswer(answer string, n int) (map[int]judgement, error) {
 }
 
 // takeJudgements returns and forgets the judgements made for a step.
-func (a *Agent) takeJudgements(runID int64, step int) map[string]judgement {
+func (a *Service) takeJudgements(runID int64, step int) map[string]judgement {
 	v, ok := a.judgements.LoadAndDelete(stepKey{runID, step})
 	if !ok {
 		return nil

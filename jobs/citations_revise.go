@@ -99,7 +99,7 @@ func reviseLine(c cite.Claim, pairs []cite.Pair) string {
 
 // planRevision decides, in the transaction that records the report, with
 // the tree locked, whether its revision can run: the note, or why not.
-func (a *Agent) planRevision(ctx context.Context, tx pgx.Tx, run *Run, res *cite.Result) (note, skipped string, err error) {
+func (a *Service) planRevision(ctx context.Context, tx pgx.Tx, run *Run, res *cite.Result) (note, skipped string, err error) {
 	if run.Steps >= run.MaxSteps {
 		return "", fmt.Sprintf("no steps left (%d of %d used)", run.Steps, run.MaxSteps), nil
 	}
@@ -115,7 +115,7 @@ func (a *Agent) planRevision(ctx context.Context, tx pgx.Tx, run *Run, res *cite
 // the note with the report's cap, cannot be made: it does not fit the
 // model's window even compacted, or what is left of the tree's budget
 // (with the share kept for the root's report); "" when it fits.
-func (a *Agent) revisionFits(ctx context.Context, tx pgx.Tx, run *Run, note string) (string, error) {
+func (a *Service) revisionFits(ctx context.Context, tx pgx.Tx, run *Run, note string) (string, error) {
 	var conv []llm.Message
 	rows, err := tx.Query(ctx, conversationSQL, run.ID)
 	if err != nil {

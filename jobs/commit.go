@@ -55,7 +55,7 @@ const (
 // goes on commits in one round trip (commitFast); any other step runs its
 // tools in a transaction (commitTx). It returns true when this job makes
 // the next step.
-func (a *Agent) commitStep(ctx context.Context, c *stepCommit) (bool, error) {
+func (a *Service) commitStep(ctx context.Context, c *stepCommit) (bool, error) {
 	if c.readOnly() && a.continues(ctx, c.turn) {
 		return a.commitFast(ctx, c)
 	}
@@ -81,7 +81,7 @@ func (c *stepCommit) readOnly() bool {
 // implicit transaction, which locks the tree's root first like every
 // writer. A run that moved on meanwhile (cancelled, deleted) records
 // nothing and the job ends (dropStep).
-func (a *Agent) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
+func (a *Service) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 	t := c.turn
 	run := t.run
 	env := &toolEnv{agent: a, run: run, step: c.step}
@@ -128,7 +128,7 @@ func (a *Agent) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 
 // dropStep ends the job of a step that was not recorded because its run
 // moved on: the model call was paid for all the same.
-func (a *Agent) dropStep(ctx context.Context, c *stepCommit) error {
+func (a *Service) dropStep(ctx context.Context, c *stepCommit) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockTree(ctx, tx, c.turn.run)
 		if err != nil {
@@ -140,7 +140,7 @@ func (a *Agent) dropStep(ctx context.Context, c *stepCommit) error {
 
 // dropLocked settles the call of a step that will not be recorded, with
 // its tree locked (run is nil when it was deleted), and completes the job.
-func (a *Agent) dropLocked(ctx context.Context, tx pgx.Tx, c *stepCommit, run *Run) error {
+func (a *Service) dropLocked(ctx context.Context, tx pgx.Tx, c *stepCommit, run *Run) error {
 	if run != nil {
 		if err := settleCall(ctx, tx, c.call, c.callUse, true, false, outcomeDropped); err != nil {
 			return err
@@ -152,7 +152,7 @@ func (a *Agent) dropLocked(ctx context.Context, tx pgx.Tx, c *stepCommit, run *R
 // commitTx runs the step's tools and records the step in one transaction,
 // then ends the run, parks it, or lets it go on: in the same job when it
 // may (continues), else in a new step job.
-func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err error) {
+func (a *Service) commitTx(ctx context.Context, c *stepCommit) (more bool, err error) {
 	t, step := c.turn, c.step
 	var next *nextCall
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
@@ -238,7 +238,7 @@ func (a *Agent) commitTx(ctx context.Context, c *stepCommit) (more bool, err err
 // lockStep locks the tree of a step's run and the run (lockTree); for a
 // reply with no tool calls, which may end the run, it also reads what the
 // end reads (lockEnding).
-func (a *Agent) lockStep(ctx context.Context, tx pgx.Tx, c *stepCommit) (*Run, *ending, error) {
+func (a *Service) lockStep(ctx context.Context, tx pgx.Tx, c *stepCommit) (*Run, *ending, error) {
 	if len(c.reply.ToolCalls) == 0 && !c.goOn {
 		return a.lockEnding(ctx, tx, c.turn.run, c.reply.Content)
 	}
@@ -249,7 +249,7 @@ func (a *Agent) lockStep(ctx context.Context, tx pgx.Tx, c *stepCommit) (*Run, *
 // queueRecord records a step (recordStepSQL) in tx: now, or with the
 // run's end when end holds writes back (recorded is set once they are
 // sent).
-func (a *Agent) queueRecord(ctx context.Context, tx pgx.Tx, end *ending, rec *record, recorded *bool) error {
+func (a *Service) queueRecord(ctx context.Context, tx pgx.Tx, end *ending, rec *record, recorded *bool) error {
 	b := end.batch()
 	b.Queue(recordStepSQL, rec.args).QueryRow(func(row pgx.Row) error {
 		var notified int64
@@ -282,7 +282,7 @@ func outcomeOf(env *toolEnv, reply llm.Message) outcome {
 // follow does, in the step's transaction, what comes after the step:
 // it ends or parks the run, or inserts its next step job, and completes
 // this job unless it makes the next step itself.
-func (a *Agent) follow(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs], env *toolEnv, next outcome,
+func (a *Service) follow(ctx context.Context, tx pgx.Tx, job *river.Job[StepArgs], env *toolEnv, next outcome,
 	report string, more bool, end *ending) error {
 	run := env.run
 	switch next {
@@ -356,7 +356,7 @@ func spawns(calls []llm.ToolCall) bool {
 // step is not expected to finish before the drain's CancelAt
 // (nextStepFits), so that waiting trees get their turn and a Lambda's
 // deadline holds.
-func (a *Agent) continues(ctx context.Context, t *turn) bool {
+func (a *Service) continues(ctx context.Context, t *turn) bool {
 	if ctx.Err() != nil || a.config.Slice < 0 || a.stopping.Load() {
 		return false
 	}
@@ -481,7 +481,7 @@ func encodeEvents(events []pendingEvent) ([]string, []string, error) {
 // toolResult is the result of one tool call of a step: what a read-only
 // tool produced before the transaction (env.readResult), or what a tool
 // that runs in the transaction answers.
-func (a *Agent) toolResult(ctx context.Context, env *toolEnv, call llm.ToolCall, r *readResult) (string, error) {
+func (a *Service) toolResult(ctx context.Context, env *toolEnv, call llm.ToolCall, r *readResult) (string, error) {
 	if r == nil {
 		return a.runTool(ctx, env, call)
 	}

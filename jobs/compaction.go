@@ -18,7 +18,7 @@ const PromptBudgetDefault = 40_000
 // the compaction did (nil: nothing). The rate limit counts a request's
 // prompt and its completion cap as the window does, so the request is
 // fitted to the smaller of the two: it never exceeds the TPM.
-func (a *Agent) compact(run *Run, req llm.Request, window, tpm, level int, ratio float64) (llm.Request, bool, *Compaction) {
+func (a *Service) compact(run *Run, req llm.Request, window, tpm, level int, ratio float64) (llm.Request, bool, *Compaction) {
 	window = compactionWindow(window, tpm)
 	if window <= 0 {
 		return req, true, nil

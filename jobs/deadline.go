@@ -165,7 +165,7 @@ func (d *deadlines) settled(ev *river.Event) {
 // attempt, when the step cannot finish before CancelAt; when the job made a
 // step before this one, it records that step's duration and resets the
 // job's interruptions. Outside a drain it returns nil.
-func (a *Agent) mayStart(ctx context.Context, t *turn) error {
+func (a *Service) mayStart(ctx context.Context, t *turn) error {
 	d := a.deadlines
 	model := a.modelFor(t.run).Name()
 	now := time.Now()
@@ -210,7 +210,7 @@ func (a *Agent) mayStart(ctx context.Context, t *turn) error {
 
 // nextStepFits reports whether, in a drain, the next step of the job's run
 // is expected to finish before CancelAt; outside a drain it is true.
-func (a *Agent) nextStepFits(t *turn) bool {
+func (a *Service) nextStepFits(t *turn) bool {
 	d := a.deadlines
 	model := a.modelFor(t.run).Name()
 	d.mu.Lock()

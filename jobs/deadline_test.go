@@ -7,7 +7,7 @@ import (
 
 // RecordStepDurationsForTest adds n samples of took to the ring of model,
 // as n committed steps of that model would.
-func (a *Agent) RecordStepDurationsForTest(model string, took time.Duration, n int) {
+func (a *Service) RecordStepDurationsForTest(model string, took time.Duration, n int) {
 	d := a.deadlines
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -18,7 +18,7 @@ func (a *Agent) RecordStepDurationsForTest(model string, took time.Duration, n i
 
 // ExpectedStepForTest is how long the agent expects a step of model to
 // take in a drain.
-func (a *Agent) ExpectedStepForTest(model string) time.Duration {
+func (a *Service) ExpectedStepForTest(model string) time.Duration {
 	d := a.deadlines
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -93,7 +93,9 @@ judge every cited claim, in batched calls, before the transaction.
 
 # The worker runtime
 
-agent.go builds the Agent (Config, Deps, New) and starts and stops it.
+agent.go builds the Service (Config, Deps, New), the whole of the
+process's research agents (the River client, the maintenance pass, the
+webhooks and the run store), and starts and stops it.
 lifecycle.go runs what goes beside the River client: the liveness lock
 (liveness.go) and the maintenance loop. drain.go works the queue for a
 bounded time, one worker Lambda invocation, and deadline.go keeps it from

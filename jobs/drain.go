@@ -127,7 +127,7 @@ type DrainResult struct {
 // Drain returns an error only when the client could not start or stop; in
 // that case jobs may still run until their timeout and are rescued later by
 // Maintain.
-func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
+func (a *Service) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 	if p.CancelAt.IsZero() {
 		return DrainResult{}, errors.New("DrainParams.CancelAt is required")
 	}
@@ -230,7 +230,7 @@ func (a *Agent) Drain(ctx context.Context, p DrainParams) (DrainResult, error) {
 // watch waits until the process is idle, StopFetchingAt comes, a job
 // could not start (full), no step could, or ctx ends; and asks for help
 // when jobs wait for a free worker slot.
-func (a *Agent) watch(ctx context.Context, p DrainParams, dl *deadlines, full <-chan struct{}, log *slog.Logger,
+func (a *Service) watch(ctx context.Context, p DrainParams, dl *deadlines, full <-chan struct{}, log *slog.Logger,
 	kick func(string), countEvents func()) string {
 	clientID := a.river.ID()
 	stopFetching := time.NewTimer(time.Until(p.StopFetchingAt))
@@ -281,7 +281,7 @@ func (a *Agent) watch(ctx context.Context, p DrainParams, dl *deadlines, full <-
 // stopAtDeadline stops taking jobs, lets running ones finish until
 // CancelAt, then cancels the rest and puts them back; count adds the
 // interruption to each one's count.
-func (a *Agent) stopAtDeadline(ctx context.Context, p DrainParams, count bool, res *DrainResult, log *slog.Logger) error {
+func (a *Service) stopAtDeadline(ctx context.Context, p DrainParams, count bool, res *DrainResult, log *slog.Logger) error {
 	sctx, cancel := context.WithDeadline(ctx, p.CancelAt)
 	err := a.river.Stop(sctx)
 	cancel()
@@ -323,7 +323,7 @@ func (a *Agent) stopAtDeadline(ctx context.Context, p DrainParams, count bool, r
 // that has waited longest to run has waited: since it was queued, or since
 // it came due after a snooze or a failed attempt (a new step job is queued
 // with its tree's start as scheduled_at, so the later of the two counts).
-func (a *Agent) oldestReady(ctx context.Context) (float64, error) {
+func (a *Service) oldestReady(ctx context.Context) (float64, error) {
 	var s float64
 	err := a.pool.QueryRow(ctx, `SELECT coalesce(extract(epoch FROM now() - min(greatest(created_at, scheduled_at))), 0)::float8
 		FROM river_job WHERE queue = $1 AND kind = $2 AND state = 'available'`, a.config.Queue, StepKind).Scan(&s)
@@ -336,7 +336,7 @@ func (a *Agent) oldestReady(ctx context.Context) (float64, error) {
 // queueCounts returns how many jobs of the agent's queue (Config.Queue)
 // are ready (or due within lookahead) and how many this client is running;
 // with an empty clientID the second count is 0.
-func (a *Agent) queueCounts(ctx context.Context, clientID string, lookahead time.Duration) (ready, mine int, err error) {
+func (a *Service) queueCounts(ctx context.Context, clientID string, lookahead time.Duration) (ready, mine int, err error) {
 	err = a.pool.QueryRow(ctx, `SELECT
 			count(*) FILTER (WHERE state IN ('available', 'scheduled', 'retryable')
 				AND scheduled_at <= now() + $2 * interval '1 millisecond'),
@@ -350,7 +350,7 @@ func (a *Agent) queueCounts(ctx context.Context, clientID string, lookahead time
 }
 
 // heldJobs lists the jobs this client is running.
-func (a *Agent) heldJobs(ctx context.Context) ([]heldJob, error) {
+func (a *Service) heldJobs(ctx context.Context) ([]heldJob, error) {
 	rows, err := a.pool.Query(ctx, `SELECT id, attempt, coalesce(array_length(errors, 1), 0)
 		FROM river_job WHERE state = 'running' AND attempted_by[cardinality(attempted_by)] = $1`, a.river.ID())
 	if err != nil {
@@ -367,7 +367,7 @@ func (a *Agent) heldJobs(ctx context.Context) ([]heldJob, error) {
 // this process ran them (putBackCancelled) and returns how many it changed
 // and how many of them now wait in the queue; count adds an interruption to
 // the count of each of those (countWaiting).
-func (a *Agent) putBack(ctx context.Context, held []heldJob, count bool) (restored, waiting int, err error) {
+func (a *Service) putBack(ctx context.Context, held []heldJob, count bool) (restored, waiting int, err error) {
 	restored, err = putBackCancelled(ctx, a.pool, a.river.ID(), held)
 	if err != nil {
 		return 0, 0, err

@@ -20,7 +20,7 @@ import (
 // drainBundle is a working agent that is not started: Drain starts it.
 type drainBundle struct {
 	pool  *pgxpool.Pool
-	agent *jobs.Agent
+	agent *jobs.Service
 	users []int64
 }
 

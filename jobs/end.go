@@ -15,14 +15,14 @@ import (
 // same way (a root's webhook delivery inserted with it), and a parent
 // parked on it may resume. self is the job of the step that ends its own
 // run, which completes itself; 0 when another ends it.
-func (a *Agent) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64) error {
+func (a *Service) endRun(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64) error {
 	return a.endRunWith(ctx, tx, run, status, report, errText, self, nil)
 }
 
 // endRunWith is endRun for a step's transaction that read the tree with
 // its lock and holds back writes to send with the end (ending.go); end
 // may be nil.
-func (a *Agent) endRunWith(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64,
+func (a *Service) endRunWith(ctx context.Context, tx pgx.Tx, run *Run, status, report, errText string, self int64,
 	end *ending) error {
 	if err := a.cancelDescendants(ctx, tx, run, CancelledByParent, end); err != nil {
 		return err
@@ -89,7 +89,7 @@ func (a *Agent) endRunWith(ctx context.Context, tx pgx.Tx, run *Run, status, rep
 // run's tree by its root (a tree is small) and walks the parent links
 // here: a recursive query over parent_id planned on a young table's stale
 // statistics scanned the whole index at every level.
-func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errText string, end *ending) error {
+func (a *Service) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errText string, end *ending) error {
 	tree, err := end.runs(ctx, tx, run)
 	if err != nil {
 		return err
@@ -134,14 +134,14 @@ func (a *Agent) cancelDescendants(ctx context.Context, tx pgx.Tx, run *Run, errT
 // but the job self: queued ones never run, and a running one has its
 // context cancelled through River (its commit would find the run ended
 // anyway).
-func (a *Agent) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, self int64) error {
+func (a *Service) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, self int64) error {
 	return a.cancelJobsOf(ctx, tx, []string{StepKind, TimeoutKind, MessageWakeKind}, runIDs, self)
 }
 
 // cancelJobsOf cancels the unfinished jobs of the given kinds of runs but
 // the job self. It finds them through the index on their run (runJobSQL),
 // since it runs under the tree's lock.
-func (a *Agent) cancelJobsOf(ctx context.Context, tx pgx.Tx, kinds []string, runIDs []int64, self int64) error {
+func (a *Service) cancelJobsOf(ctx context.Context, tx pgx.Tx, kinds []string, runIDs []int64, self int64) error {
 	b := &pgx.Batch{}
 	ids := queueRunJobs(b, kinds, runIDs, self)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -170,7 +170,7 @@ func queueRunJobs(b *pgx.Batch, kinds []string, runIDs []int64, self int64) *[]i
 }
 
 // cancelJobIDs cancels the jobs ids in tx.
-func (a *Agent) cancelJobIDs(ctx context.Context, tx pgx.Tx, ids []int64) error {
+func (a *Service) cancelJobIDs(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	for _, id := range ids {
 		if _, err := a.river.JobCancelTx(ctx, tx, id); err != nil {
 			return fmt.Errorf("error cancelling job %d: %w", id, err)

@@ -33,7 +33,7 @@ const treeRunsSQL = "SELECT " + runColumns + ` FROM gb_agent_research_runs WHERE
 // lockEnding locks the tree of run and run itself, like lockTree, and
 // reads in the same round trip the tree's runs and, when the report will
 // be checked, the tree's sources. It returns a nil run when the run is gone.
-func (a *Agent) lockEnding(ctx context.Context, tx pgx.Tx, run *Run, report string) (*Run, *ending, error) {
+func (a *Service) lockEnding(ctx context.Context, tx pgx.Tx, run *Run, report string) (*Run, *ending, error) {
 	end := &ending{b: &pgx.Batch{}}
 	var locked []*Run
 	b := &pgx.Batch{}

@@ -63,7 +63,7 @@ func BenchmarkWaitEventsWake(b *testing.B) {
 // tree while a reader waits for it (see TestWaitEventsWakesOnTheCommit). It
 // fails unless each reader returns that one event, and returns how long
 // after each commit its reader had it.
-func wakeTrials(tb testing.TB, pool *pgxpool.Pool, a *jobs.Agent, userID int64, n int) []time.Duration {
+func wakeTrials(tb testing.TB, pool *pgxpool.Pool, a *jobs.Service, userID int64, n int) []time.Duration {
 	tb.Helper()
 	ctx := context.Background()
 	l := messenger.NewListener(pool, nil)

@@ -12,7 +12,7 @@ import (
 
 // SpawnForTest runs the real spawn, in a transaction of its own that locks
 // the tree as a step's transaction does.
-func (a *Agent) SpawnForTest(ctx context.Context, parentID int64, p SpawnParams) (*Run, error) {
+func (a *Service) SpawnForTest(ctx context.Context, parentID int64, p SpawnParams) (*Run, error) {
 	var child *Run
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		seen, err := GetRun(ctx, tx, parentID)
@@ -37,7 +37,7 @@ func IsToolError(err error) bool {
 
 // RunToolForTest runs one tool call for a run in a transaction of its own,
 // as a step would, and returns what the model would be told.
-func (a *Agent) RunToolForTest(ctx context.Context, runID int64, name, args string) (string, error) {
+func (a *Service) RunToolForTest(ctx context.Context, runID int64, name, args string) (string, error) {
 	var out string
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		seen, err := GetRun(ctx, tx, runID)
@@ -61,15 +61,15 @@ func (a *Agent) RunToolForTest(ctx context.Context, runID int64, name, args stri
 }
 
 // Stopping reports whether Stop was called and has not returned.
-func (a *Agent) Stopping() bool { return a.stopping.Load() }
+func (a *Service) Stopping() bool { return a.stopping.Load() }
 
 // OldestReady exposes oldestReady to the tests.
-func (a *Agent) OldestReady(ctx context.Context) (float64, error) { return a.oldestReady(ctx) }
+func (a *Service) OldestReady(ctx context.Context) (float64, error) { return a.oldestReady(ctx) }
 
 // BreakerFailedForTest counts a transient failure against model's breaker
 // as a step's call does.
 func BreakerFailedForTest(ctx context.Context, pool *pgxpool.Pool, o OutageConfig, model, msg string) error {
-	a := &Agent{pool: pool, config: Config{Outage: o}, logger: slog.New(slog.DiscardHandler), tel: &instruments{}}
+	a := &Service{pool: pool, config: Config{Outage: o}, logger: slog.New(slog.DiscardHandler), tel: &instruments{}}
 	_, err := a.failed(ctx, model, "test", msg, false)
 	return err
 }
@@ -77,7 +77,7 @@ func BreakerFailedForTest(ctx context.Context, pool *pgxpool.Pool, o OutageConfi
 // BreakerGateForTest asks model's breaker before a call as a step does,
 // and reports whether the call got the probe.
 func BreakerGateForTest(ctx context.Context, pool *pgxpool.Pool, o OutageConfig, model string) (bool, error) {
-	a := &Agent{pool: pool, config: Config{Outage: o}, logger: slog.New(slog.DiscardHandler), tel: &instruments{}}
+	a := &Service{pool: pool, config: Config{Outage: o}, logger: slog.New(slog.DiscardHandler), tel: &instruments{}}
 	g, err := a.gate(ctx, model)
 	return g.probe, err
 }

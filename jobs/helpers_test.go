@@ -23,7 +23,7 @@ import (
 
 type testBundle struct {
 	pool   *pgxpool.Pool
-	agent  *jobs.Agent
+	agent  *jobs.Service
 	userID int64
 }
 

@@ -23,7 +23,7 @@ type working struct {
 
 // begin takes the liveness lock and starts the maintenance loop (unless
 // the agent is a guest); it must come before the River client starts.
-func (a *Agent) begin(ctx context.Context) error {
+func (a *Service) begin(ctx context.Context) error {
 	if err := a.rate.sync(ctx, a.pool); err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (a *Agent) begin(ctx context.Context) error {
 
 // end stops the maintenance loop and gives the liveness lock up; it must
 // come after the River client stopped.
-func (a *Agent) end() {
+func (a *Service) end() {
 	a.mu.Lock()
 	w := a.working
 	a.working = nil
@@ -61,7 +61,7 @@ func (a *Agent) end() {
 
 // maintainLoop runs Maintain until ctx ends; another process maintaining
 // at the same moment makes a pass skip, which is fine.
-func (a *Agent) maintainLoop(ctx context.Context, done chan<- struct{}) {
+func (a *Service) maintainLoop(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	tick := time.NewTicker(a.config.MaintainInterval)
 	defer tick.Stop()

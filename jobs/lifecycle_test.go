@@ -26,13 +26,13 @@ import (
 
 // startWorker starts a working agent on pool, stopped when the test ends
 // unless the test stops it first.
-func startWorker(t *testing.T, pool *pgxpool.Pool, model llm.Model, cfg jobs.Config, msgr jobs.Messenger) *jobs.Agent {
+func startWorker(t *testing.T, pool *pgxpool.Pool, model llm.Model, cfg jobs.Config, msgr jobs.Messenger) *jobs.Service {
 	t.Helper()
 	return startAgent(t, jobs.Deps{Pool: pool, Model: model, Messenger: msgr, Config: cfg})
 }
 
 // startAgent starts a working agent built from d.
-func startAgent(t *testing.T, d jobs.Deps) *jobs.Agent {
+func startAgent(t *testing.T, d jobs.Deps) *jobs.Service {
 	t.Helper()
 	d.Work = true
 	a, err := jobs.New(d)

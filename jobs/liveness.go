@@ -38,7 +38,7 @@ const LivenessConfirm = 3 * time.Second
 
 // liveness holds a worker's liveness lock until released.
 type liveness struct {
-	a      *Agent
+	a      *Service
 	id     string
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -50,7 +50,7 @@ type liveness struct {
 // holdLiveness takes the liveness lock of the agent's River client before
 // the client starts taking jobs, and keeps it, reconnecting when the
 // database drops the connection, until release.
-func (a *Agent) holdLiveness(ctx context.Context) (*liveness, error) {
+func (a *Service) holdLiveness(ctx context.Context) (*liveness, error) {
 	l := &liveness{a: a, id: a.river.ID(), done: make(chan struct{})}
 	conn, err := l.connect(ctx)
 	if err != nil {
@@ -158,7 +158,7 @@ func (l *liveness) release() {
 // within that time. Each lock it finds free it holds until tx ends, so that
 // a worker reconnecting meanwhile waits for the rescue to commit. This
 // process's own client is never dead.
-func (a *Agent) deadWorkers(ctx context.Context, tx pgx.Tx, ids []string) ([]string, error) {
+func (a *Service) deadWorkers(ctx context.Context, tx pgx.Tx, ids []string) ([]string, error) {
 	now := time.Now()
 	free := map[string]bool{}
 	for _, id := range ids {

@@ -79,7 +79,7 @@ type MaintainResult struct {
 // where River has no public API for a step, River's own queries
 // (river_internals.go), in one transaction, under an advisory lock: when
 // another process holds it, Maintain does nothing and reports Skipped.
-func (a *Agent) Maintain(ctx context.Context, p MaintainParams) (MaintainResult, error) {
+func (a *Service) Maintain(ctx context.Context, p MaintainParams) (MaintainResult, error) {
 	p.CompletedRetention = cmp.Or(p.CompletedRetention, CompletedRetentionDefault)
 	p.CancelledRetention = cmp.Or(p.CancelledRetention, CancelledRetentionDefault)
 	p.DiscardedRetention = cmp.Or(p.DiscardedRetention, DiscardedRetentionDefault)
@@ -115,7 +115,7 @@ func (a *Agent) Maintain(ctx context.Context, p MaintainParams) (MaintainResult,
 }
 
 // rescueStuck settles the jobs running for longer than a step may.
-func (a *Agent) rescueStuck(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
+func (a *Service) rescueStuck(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	horizon := time.Now().Add(-a.config.RescueStuckJobsAfter)
 	why := fmt.Sprintf("rescued: still running after %s, so its worker is presumed gone", a.config.RescueStuckJobsAfter)
 	params := river.NewJobListParams().States(rivertype.JobStateRunning).
@@ -142,7 +142,7 @@ func (a *Agent) rescueStuck(ctx context.Context, tx pgx.Tx, res *MaintainResult)
 
 // rescueDead settles at once the running step jobs of workers that hold no
 // liveness lock (liveness.go): their process is gone.
-func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
+func (a *Service) rescueDead(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	// The workers running step jobs for longer than the liveness grace.
 	rows, err := tx.Query(ctx, `SELECT DISTINCT attempted_by[cardinality(attempted_by)] FROM river_job
 		WHERE state = 'running' AND kind = $1 AND attempted_at < now() - $2 * interval '1 millisecond'`,
@@ -186,7 +186,7 @@ func (a *Agent) rescueDead(ctx context.Context, tx pgx.Tx, res *MaintainResult) 
 // again) is discarded and its run ended in this same transaction, so that
 // it is not left without a job. Only jobs still running that started
 // before horizon change.
-func (a *Agent) rescue(ctx context.Context, tx pgx.Tx, jobs []*rivertype.JobRow,
+func (a *Service) rescue(ctx context.Context, tx pgx.Tx, jobs []*rivertype.JobRow,
 	why string, horizon time.Time, now bool, res *MaintainResult) error {
 	policy := &river.DefaultClientRetryPolicy{}
 	at := time.Now().UTC()
@@ -307,7 +307,7 @@ func rescueCounts(ctx context.Context, tx pgx.Tx, jobs []*rivertype.JobRow) (map
 
 // scheduleDue makes scheduled and retryable jobs whose time has come
 // available.
-func (a *Agent) scheduleDue(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
+func (a *Service) scheduleDue(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	for range maintainRounds {
 		n, err := scheduleDueJobs(ctx, a.river, tx, maintainBatch)
 		if err != nil {
@@ -323,7 +323,7 @@ func (a *Agent) scheduleDue(ctx context.Context, tx pgx.Tx, res *MaintainResult)
 
 // deleteFinished deletes completed, cancelled and discarded jobs past
 // their retention, with River's JobDeleteManyTx.
-func (a *Agent) deleteFinished(ctx context.Context, tx pgx.Tx, p MaintainParams, res *MaintainResult) error {
+func (a *Service) deleteFinished(ctx context.Context, tx pgx.Tx, p MaintainParams, res *MaintainResult) error {
 	for range maintainRounds {
 		now := time.Now().UTC()
 		params := river.NewJobDeleteManyParams().First(maintainBatch).

@@ -55,14 +55,14 @@ const (
 
 // addWakeWorker registers the worker of wake jobs; New calls it with the
 // other workers.
-func addWakeWorker(workers *river.Workers, a *Agent) {
+func addWakeWorker(workers *river.Workers, a *Service) {
 	river.AddWorker(workers, &wakeWorker{agent: a})
 }
 
 // wakeWorker is the River worker of wake jobs.
 type wakeWorker struct {
 	river.WorkerDefaults[MessageWakeArgs]
-	agent *Agent
+	agent *Service
 }
 
 // Work resumes the run at its deadline if it is still parked on the call
@@ -82,7 +82,7 @@ func (w *wakeWorker) Work(ctx context.Context, job *river.Job[MessageWakeArgs]) 
 // wakeAtDeadline resumes a run parked on the job's call, a reader or an
 // asker; a run that was deleted, ended, resumed by a message or an answer,
 // or parked again since is left alone.
-func (a *Agent) wakeAtDeadline(ctx context.Context, tx pgx.Tx, args MessageWakeArgs) error {
+func (a *Service) wakeAtDeadline(ctx context.Context, tx pgx.Tx, args MessageWakeArgs) error {
 	run, err := a.lockTreeByID(ctx, tx, args.RunID)
 	if err != nil || run == nil {
 		return err
@@ -98,7 +98,7 @@ func (a *Agent) wakeAtDeadline(ctx context.Context, tx pgx.Tx, args MessageWakeA
 // resumeAtDeadline resumes a run parked on a call whose deadline has
 // passed, with its tree locked: a reader with the messages there are, an
 // asker without an answer.
-func (a *Agent) resumeAtDeadline(ctx context.Context, tx pgx.Tx, run *Run) error {
+func (a *Service) resumeAtDeadline(ctx context.Context, tx pgx.Tx, run *Run) error {
 	if run.waitsForOwner() {
 		return a.resumeAnswer(ctx, tx, run, nil, false)
 	}
@@ -122,7 +122,7 @@ func parkedForMessages(run *Run) bool {
 }
 
 // enqueueWake schedules the wake job of a parked call at its deadline.
-func (a *Agent) enqueueWake(ctx context.Context, tx pgx.Tx, args MessageWakeArgs, at time.Time) error {
+func (a *Service) enqueueWake(ctx context.Context, tx pgx.Tx, args MessageWakeArgs, at time.Time) error {
 	if _, err := a.river.InsertTx(ctx, tx, args, &river.InsertOpts{ScheduledAt: at, Queue: a.config.Queue}); err != nil {
 		return fmt.Errorf("error scheduling the wake of run %d: %w", args.RunID, err)
 	}
@@ -134,7 +134,7 @@ func (a *Agent) enqueueWake(ctx context.Context, tx pgx.Tx, args MessageWakeArgs
 // lock and has marked read what the step delivered. A message already
 // unread then (a parent's input sent after the step read its inputs)
 // resumes it at once.
-func (a *Agent) parkForMessages(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
+func (a *Service) parkForMessages(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
 	var step int
 	err := tx.QueryRow(ctx, `UPDATE gb_agent_research_runs
 		SET status = 'waiting', state = 'waiting', wait_names = '{}', wait_call_id = $2,
@@ -166,7 +166,7 @@ func (a *Agent) parkForMessages(ctx context.Context, tx pgx.Tx, run *Run, p *par
 // wakeReader resumes the receiver of a message just sent in tx, when it is
 // parked on read_messages; to is the receiver as read under the tree's
 // root lock, which tx holds.
-func (a *Agent) wakeReader(ctx context.Context, tx pgx.Tx, to *Run) error {
+func (a *Service) wakeReader(ctx context.Context, tx pgx.Tx, to *Run) error {
 	if !parkedForMessages(to) {
 		return nil
 	}
@@ -185,7 +185,7 @@ func (a *Agent) wakeReader(ctx context.Context, tx pgx.Tx, to *Run) error {
 // next step delivers (wait_read_to), marks it working, records the resume
 // and inserts its next step job; cancelWake cancels its wake job, which
 // a message made useless.
-func (a *Agent) resumeMessageWait(ctx context.Context, tx pgx.Tx, run *Run, by string, cancelWake bool) error {
+func (a *Service) resumeMessageWait(ctx context.Context, tx pgx.Tx, run *Run, by string, cancelWake bool) error {
 	var step int
 	err := tx.QueryRow(ctx, `UPDATE gb_agent_research_runs
 		SET status = 'working', state = 'thinking', updated_at = now(),
@@ -218,7 +218,7 @@ func (a *Agent) resumeMessageWait(ctx context.Context, tx pgx.Tx, run *Run, by s
 // their ids, which the step's commit marks read. Nothing is marked here,
 // so a step that does not commit delivers them again. The parent's inputs
 // are left out: the step gives them to the model on their own.
-func (a *Agent) messageWaitResult(ctx context.Context, db DB, run *Run) (llm.Message, []int64, error) {
+func (a *Service) messageWaitResult(ctx context.Context, db DB, run *Run) (llm.Message, []int64, error) {
 	rows, err := db.Query(ctx, `SELECT id, from_id, from_name, text FROM gb_messages
 		WHERE to_id = $1 AND read_at IS NULL AND id <= $2 AND from_id <> $3 ORDER BY id`,
 		run.ID, run.WaitReadTo, parentOf(run))

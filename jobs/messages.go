@@ -39,14 +39,14 @@ var ErrNotWorking = errors.New("the agent has ended and reads no more messages")
 // is another thing: an inbox that is gone because its sub-agent ended.)
 var ErrRootHasNoInbox = errors.New("this agent has no inbox: only sub-agents read messages (read_messages)")
 
-func (a *Agent) openInbox(ctx context.Context, tx pgx.Tx, id int64) error {
+func (a *Service) openInbox(ctx context.Context, tx pgx.Tx, id int64) error {
 	if a.messenger == nil {
 		return nil
 	}
 	return a.messenger.InTx(tx).Open(ctx, id)
 }
 
-func (a *Agent) closeInbox(ctx context.Context, tx pgx.Tx, id int64) error {
+func (a *Service) closeInbox(ctx context.Context, tx pgx.Tx, id int64) error {
 	if a.messenger == nil {
 		return nil
 	}
@@ -63,7 +63,7 @@ type WaitParker interface {
 // parksMessageWaits reports whether a long read_messages wait parks the
 // run: only with a messenger that declares WaitParker. Other messengers
 // block in the step.
-func (a *Agent) parksMessageWaits() bool {
+func (a *Service) parksMessageWaits() bool {
 	p, ok := a.messenger.(WaitParker)
 	return ok && p.ParksWaits()
 }
@@ -73,7 +73,7 @@ func (a *Agent) parksMessageWaits() bool {
 // in the step's transaction, so a crash between the two loses none. A wait
 // that parks the run (longer than MaxBlockingWait, on Postgres) does not
 // block here: the call parks in the step's transaction.
-func (a *Agent) waitForMessages(ctx context.Context, run *Run, calls []llm.ToolCall) error {
+func (a *Service) waitForMessages(ctx context.Context, run *Run, calls []llm.ToolCall) error {
 	if a.messenger == nil {
 		return nil
 	}
@@ -127,7 +127,7 @@ type TranscriptMessage struct {
 }
 
 // Transcript lists every message sent to an agent of a tree, oldest first.
-func (a *Agent) Transcript(ctx context.Context, rootID int64) ([]TranscriptMessage, error) {
+func (a *Service) Transcript(ctx context.Context, rootID int64) ([]TranscriptMessage, error) {
 	rows, err := a.pool.Query(ctx, `SELECT m.id, m.from_id, m.from_name, m.to_id, r.name, m.text, m.sent_at, m.read_at
 		FROM gb_messages m JOIN gb_agent_research_runs r ON r.id = m.to_id
 		WHERE r.root_id = $1 ORDER BY m.id`, rootID)
@@ -140,7 +140,7 @@ func (a *Agent) Transcript(ctx context.Context, rootID int64) ([]TranscriptMessa
 // SendFromUser puts a message from the run's owner in its inbox; the agent
 // reads it at its next read_messages, and one parked on read_messages
 // resumes.
-func (a *Agent) SendFromUser(ctx context.Context, run *Run, text string) error {
+func (a *Service) SendFromUser(ctx context.Context, run *Run, text string) error {
 	text = strings.TrimSpace(text)
 	if p := textProblem(text, MaxMessageLen); p != "" {
 		return &FieldError{"text", p}

@@ -91,21 +91,21 @@ func (n *nextCall) scanLimits(row pgx.Row) error {
 
 // queueLimits queues, on b, the read of the model's learned limits and of
 // its breaker into n.
-func (a *Agent) queueLimits(b *pgx.Batch, run *Run, n *nextCall) {
+func (a *Service) queueLimits(b *pgx.Batch, run *Run, n *nextCall) {
 	b.Queue(nextLimitsSQL, a.modelFor(run).Name()).QueryRow(n.scanLimits)
 }
 
 // queueLoadLimits queues, on the batch that loads run id, the read of its
 // model's limits and breaker; t.next holds them for the job's first step
 // when the run's model turns out to be the one they were read for.
-func (a *Agent) queueLoadLimits(b *pgx.Batch, t *turn, id int64) {
+func (a *Service) queueLoadLimits(b *pgx.Batch, t *turn, id int64) {
 	n := &nextCall{}
 	t.next = n
 	b.Queue(loadLimitsSQL, id, a.modelNames(), a.model.Name()).QueryRow(n.scanLimits)
 }
 
 // checkLoaded drops what the load read for another model than the run's.
-func (a *Agent) checkLoaded(t *turn) {
+func (a *Service) checkLoaded(t *turn) {
 	if t.next != nil && t.next.step == 0 && (t.run == nil || t.next.model != a.modelFor(t.run).Name()) {
 		t.next = nil
 	}
@@ -123,7 +123,7 @@ var admitNextSQL = admitSQL(`EXISTS (SELECT 1 FROM gb_agent_research_runs WHERE 
 // run's history), and queues on b the admission of its call, when the
 // tree has no budget to reserve it against. It returns what the commit
 // readies; its call is admitted only once the batch ran.
-func (a *Agent) readyNext(b *pgx.Batch, c *stepCommit, msgs []llm.Message) (*nextCall, error) {
+func (a *Service) readyNext(b *pgx.Batch, c *stepCommit, msgs []llm.Message) (*nextCall, error) {
 	t, run := c.turn, c.turn.run
 	n := &nextCall{step: c.step + 1}
 	a.queueLimits(b, run, n)
@@ -210,7 +210,7 @@ func (n *nextCall) reserved() int64 {
 
 // releaseNext gives back, as capacity unused, a call readied for a step that
 // did not make it.
-func (a *Agent) releaseNext(ctx context.Context, n *nextCall) {
+func (a *Service) releaseNext(ctx context.Context, n *nextCall) {
 	if n == nil || n.used || n.call.id == 0 {
 		return
 	}

@@ -52,7 +52,7 @@ type ProviderWait struct {
 
 // providerKey is the breaker's key of a run's model (the rate limiter's
 // key too) and its provider's name.
-func (a *Agent) providerKey(run *Run) (key, provider string) {
+func (a *Service) providerKey(run *Run) (key, provider string) {
 	m := a.modelFor(run)
 	return m.Name(), providerOf(m)
 }
@@ -60,7 +60,7 @@ func (a *Agent) providerKey(run *Run) (key, provider string) {
 // gateCall asks the model's breaker before a call: it returns whether the
 // call is the breaker's probe, or the snooze of a step that must wait for
 // the probe.
-func (a *Agent) gateCall(ctx context.Context, t *turn) (probe bool, err error) {
+func (a *Service) gateCall(ctx context.Context, t *turn) (probe bool, err error) {
 	key, _ := a.providerKey(t.run)
 	g, err := a.gate(ctx, key)
 	if err != nil {
@@ -74,14 +74,14 @@ func (a *Agent) gateCall(ctx context.Context, t *turn) (probe bool, err error) {
 
 // releaseProbe gives up the breaker's probe a step claimed and did not
 // make.
-func (a *Agent) releaseProbe(ctx context.Context, t *turn) {
+func (a *Service) releaseProbe(ctx context.Context, t *turn) {
 	key, _ := a.providerKey(t.run)
 	a.release(ctx, key)
 }
 
 // providerAnswered is what follows any answer of the provider, usable or
 // not: its breaker closes, and a run that waited for it goes on.
-func (a *Agent) providerAnswered(ctx context.Context, t *turn) {
+func (a *Service) providerAnswered(ctx context.Context, t *turn) {
 	key, _ := a.providerKey(t.run)
 	if err := a.answered(ctx, key); err != nil {
 		a.logger.WarnContext(ctx, "could not close a provider's breaker", "model", key, "err", err)
@@ -108,7 +108,7 @@ func transientFailure(ctx context.Context, err error) bool {
 // providerFailed counts a call's transient failure against its model's
 // breaker and puts the step back to wait (waitForProvider); probe says the
 // call was the breaker's probe.
-func (a *Agent) providerFailed(ctx context.Context, t *turn, callErr error, probe bool) error {
+func (a *Service) providerFailed(ctx context.Context, t *turn, callErr error, probe bool) error {
 	key, provider := a.providerKey(t.run)
 	msg := callErr.Error()
 	g, err := a.failed(ctx, key, provider, msg, probe)
@@ -127,7 +127,7 @@ func (a *Agent) providerFailed(ctx context.Context, t *turn, callErr error, prob
 // when it is set, else after a backoff with full jitter; tried says the
 // step's own call failed (msg is its error, else the breaker's last). Past
 // the outage horizon it ends the run instead.
-func (a *Agent) waitForProvider(ctx context.Context, t *turn, msg string, at time.Time, tried bool) error {
+func (a *Service) waitForProvider(ctx context.Context, t *turn, msg string, at time.Time, tried bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second) // the step's may be spent
 	defer cancel()
 	run, o, now := t.run, a.config.Outage, time.Now()
@@ -165,7 +165,7 @@ func (a *Agent) waitForProvider(ctx context.Context, t *turn, msg string, at tim
 // all come at once, or after an exponential backoff with full jitter from
 // its tries; never later than the backoff cap (so that the horizon is
 // checked) or the run's deadline.
-func (a *Agent) nextTry(run *Run, tries int, at, now time.Time) time.Time {
+func (a *Service) nextTry(run *Run, tries int, at, now time.Time) time.Time {
 	o := a.config.Outage
 	var next time.Time
 	if !at.IsZero() {
@@ -220,7 +220,7 @@ const markWaitingSQL = `WITH u AS (
 
 // recordWait writes a run's provider wait; the first try of an outage
 // also changes its state and adds the event, with its tree locked.
-func (a *Agent) recordWait(ctx context.Context, run *Run, w ProviderWait, first bool) error {
+func (a *Service) recordWait(ctx context.Context, run *Run, w ProviderWait, first bool) error {
 	args := pgx.NamedArgs{"run": run.ID, "wait": w, "first": first}
 	if !first {
 		if _, err := a.pool.Exec(ctx, markWaitingSQL, args); err != nil {
@@ -249,7 +249,7 @@ const recoveredSQL = `WITH u AS (
 	INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, state, steps + 1 FROM u`
 
 // recovered records that a run's provider answered after it waited.
-func (a *Agent) recovered(ctx context.Context, t *turn) error {
+func (a *Service) recovered(ctx context.Context, t *turn) error {
 	w := *t.run.ProviderWait
 	ctx = context.WithoutCancel(ctx)
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
@@ -272,7 +272,7 @@ func (a *Agent) recovered(ctx context.Context, t *turn) error {
 
 // endOutage ends a run whose provider stayed down past the horizon, with
 // an error that names the outage.
-func (a *Agent) endOutage(ctx context.Context, t *turn, w ProviderWait, now time.Time) error {
+func (a *Service) endOutage(ctx context.Context, t *turn, w ProviderWait, now time.Time) error {
 	msg := fmt.Sprintf("provider outage: %s did not answer for model %s for %s, past the outage horizon of %s "+
 		"(GB_OUTAGE_HORIZON), after %d tries; first error at %s: %s; last error: %s",
 		w.Provider, w.Model, now.Sub(w.Since).Round(time.Second), a.config.Outage.Horizon, w.Tries,

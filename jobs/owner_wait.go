@@ -76,7 +76,7 @@ func (p *StartParams) checkAsk() error {
 // which holds the root lock: the question or the plan goes on the run,
 // its wake job is scheduled, and its owner's webhook
 // (research.input_required) is inserted.
-func (a *Agent) parkForOwner(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
+func (a *Service) parkForOwner(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
 	var plan *string // text, not bytes: a pool in exec mode would send bytes as bytea
 	if p.plan != nil {
 		b, err := json.Marshal(p.plan)
@@ -123,7 +123,7 @@ func (a *Agent) parkForOwner(ctx context.Context, tx pgx.Tx, run *Run, p *parkRe
 // notifyInputRequired inserts, with the parking, the delivery of the
 // research.input_required webhook of the question the root asked at step
 // (once per question) when the root has a webhook URL.
-func (a *Agent) notifyInputRequired(ctx context.Context, tx pgx.Tx, run *Run, step int, callID string) error {
+func (a *Service) notifyInputRequired(ctx context.Context, tx pgx.Tx, run *Run, step int, callID string) error {
 	return a.enqueueWebhook(ctx, tx, run.ID, WebhookInputRequired, fmt.Sprintf("input_required:%d:%s", step, callID))
 }
 
@@ -136,7 +136,7 @@ type ownerReply struct {
 
 // resumeAnswer makes a root parked on ask_owner or propose_plan go on
 // with answer (nil for the deadline), as resumeOwner says.
-func (a *Agent) resumeAnswer(ctx context.Context, tx pgx.Tx, run *Run, answer *string, cancelWake bool) error {
+func (a *Service) resumeAnswer(ctx context.Context, tx pgx.Tx, run *Run, answer *string, cancelWake bool) error {
 	return a.resumeOwner(ctx, tx, run, ownerReply{answer: answer}, cancelWake)
 }
 
@@ -147,7 +147,7 @@ func (a *Agent) resumeAnswer(ctx context.Context, tx pgx.Tx, run *Run, answer *s
 // the answer or decision and inserts its next step job; cancelWake cancels
 // its wake job, which an answer made useless. A run not parked for its
 // owner is left alone.
-func (a *Agent) resumeOwner(ctx context.Context, tx pgx.Tx, run *Run, reply ownerReply, cancelWake bool) error {
+func (a *Service) resumeOwner(ctx context.Context, tx pgx.Tx, run *Run, reply ownerReply, cancelWake bool) error {
 	onPlan := run.WaitsForPlan()
 	state, note, plan, err := planOutcome(run, reply)
 	if err != nil {
@@ -225,7 +225,7 @@ func answerResult(run *Run) llm.Message {
 // (answered already, resumed by its deadline, ended, never asked) is an
 // error wrapping ErrNotAsking that says why. The answer is 1 to
 // MaxAnswerLen characters (a FieldError for text otherwise).
-func (a *Agent) Answer(ctx context.Context, userID, id int64, text string) (*Run, error) {
+func (a *Service) Answer(ctx context.Context, userID, id int64, text string) (*Run, error) {
 	text = strings.TrimSpace(text)
 	if p := textProblem(text, MaxAnswerLen); p != "" {
 		return nil, &FieldError{"text", p}

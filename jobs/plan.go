@@ -110,7 +110,7 @@ func mustPlan(run *Run) bool { return run.IsRoot() && run.ApprovePlan }
 // arguments (names, reasons, tasks, step budgets, types, models), plus
 // distinct names and the number the run may spawn. A refusal is a
 // toolError naming the entry.
-func (a *Agent) checkPlan(run *Run, subs []SpawnParams) error {
+func (a *Service) checkPlan(run *Run, subs []SpawnParams) error {
 	most := min(MaxSubagentsPerAgent, run.MaxSubagents)
 	if len(subs) == 0 || len(subs) > most {
 		return toolErrorf("subagents must list 1 to %d sub-agents (got %d); to spawn none, do the work yourself", most, len(subs))
@@ -230,7 +230,7 @@ func (d *PlanDecision) check() error {
 // edit the list (d.Subagents, checked as a proposal is). The root resumes
 // once: another user's run is ErrNotFound, and a run that is not waiting
 // for a decision is an error wrapping ErrNotProposing that says why.
-func (a *Agent) DecidePlan(ctx context.Context, userID, id int64, d PlanDecision) (*Run, error) {
+func (a *Service) DecidePlan(ctx context.Context, userID, id int64, d PlanDecision) (*Run, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 
 // request builds the model request of a step: the system prompt of the
 // run's place in its tree, the conversation and the tools it may call.
-func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (llm.Request, error) {
+func (a *Service) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (llm.Request, error) {
 	names := a.toolNamesFor(run)
 	system, err := a.systemPrompt(run, names)
 	if err != nil {
@@ -45,7 +45,7 @@ func (a *Agent) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (l
 
 // systemPrompt joins the parts of a run's system prompt, from its bundle
 // (behaviour.go), each one given only with the tools it explains (names).
-func (a *Agent) systemPrompt(run *Run, names []string) (string, error) {
+func (a *Service) systemPrompt(run *Run, names []string) (string, error) {
 	set := a.pinOf(run).content.Prompts
 	has := func(tools ...string) bool {
 		return slices.ContainsFunc(tools, func(t string) bool { return slices.Contains(names, t) })
@@ -91,7 +91,7 @@ func (a *Agent) systemPrompt(run *Run, names []string) (string, error) {
 // completion cap of a call that writes the report (buildRequest), before
 // any doubling a retried step gets, so that the prompt is the same on
 // every step.
-func (a *Agent) reportTokens(run *Run) int {
+func (a *Service) reportTokens(run *Run) int {
 	p := a.profileFor(run)
 	return completionCap(p, true, 0, a.maxCompletionFor(run), p.ContextWindow, 0)
 }

@@ -59,7 +59,7 @@ func TestPromptFollowsTools(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		agent    *jobs.Agent
+		agent    *jobs.Service
 		run      *jobs.Run
 		sources  string
 		spawns   bool
@@ -104,7 +104,7 @@ func TestPromptFollowsTools(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		agent *jobs.Agent
+		agent *jobs.Service
 		want  []string
 	}{
 		{offlineAgent, []string{"reader: reads and reports what its sources say; tools: search, read.", "surfer: reads the web; tools: none."}},

@@ -109,7 +109,7 @@ func TestLearnedWindowIsShared(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.NewPool(t)
-	a := &Agent{pool: pool, logger: slog.New(slog.DiscardHandler)}
+	a := &Service{pool: pool, logger: slog.New(slog.DiscardHandler)}
 	refusal := func(n int) error {
 		return &llm.CallError{Err: errors.Join(llm.ErrContextLength,
 			errors.New("This model's maximum context length is "+strconv.Itoa(n)+" tokens."))}
@@ -123,7 +123,7 @@ func TestLearnedWindowIsShared(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO gb_rate_limits (key, tpm) VALUES ('m', 12000)`); err != nil {
 		t.Fatal(err)
 	}
-	other := &Agent{pool: pool, logger: a.logger} // another worker
+	other := &Service{pool: pool, logger: a.logger} // another worker
 	lim, err := other.providerLimits(ctx, "m")
 	if err != nil || lim.window != 16_000 || lim.tpm != 12_000 {
 		t.Fatalf("limits %+v (%v), want window 16000 and TPM 12000", lim, err)

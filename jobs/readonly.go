@@ -22,7 +22,7 @@ const maxConcurrentReads = 4
 
 // readEnv is what a read-only tool sees: the run as the step loaded it.
 type readEnv struct {
-	agent *Agent
+	agent *Service
 	run   *Run
 	step  int
 }
@@ -42,7 +42,7 @@ type readResult struct {
 // runs in the transaction). Tool errors are results; only an
 // infrastructure failure (the knowledge base unreachable, say) is
 // returned, and fails the step.
-func (a *Agent) runReads(ctx context.Context, run *Run, step int, calls []llm.ToolCall) ([]*readResult, error) {
+func (a *Service) runReads(ctx context.Context, run *Run, step int, calls []llm.ToolCall) ([]*readResult, error) {
 	out := make([]*readResult, len(calls))
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -40,7 +40,7 @@ var unfinishedJobSQL = `EXISTS (SELECT 1 FROM river_job j
 // awaited sub-agents have all ended but that were not resumed, and readers
 // parked on read_messages or askers parked on ask_owner whose wake job is
 // gone.
-func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
+func (a *Service) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	// Going runs with no unfinished step job, whose last one finished (with
 	// none: which last changed) over repairMargin ago.
 	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
@@ -101,7 +101,7 @@ func (a *Agent) reconcile(ctx context.Context, tx pgx.Tx, res *MaintainResult) e
 // lockForRepair locks the tree of run id and says whether the run still
 // needs a repair of the kind asked: status one of statuses and no
 // unfinished job.
-func (a *Agent) lockForRepair(ctx context.Context, tx pgx.Tx, id int64, statuses ...string) (*Run, error) {
+func (a *Service) lockForRepair(ctx context.Context, tx pgx.Tx, id int64, statuses ...string) (*Run, error) {
 	run, err := a.lockTreeByID(ctx, tx, id)
 	if err != nil || run == nil { // gone meanwhile: nothing to repair
 		return nil, err
@@ -123,7 +123,7 @@ func (a *Agent) lockForRepair(ctx context.Context, tx pgx.Tx, id int64, statuses
 
 // repairRun gives a working run with no job a new step job, or ends it
 // when its last job was discarded with no attempt left.
-func (a *Agent) repairRun(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
+func (a *Service) repairRun(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
 	run, err := a.lockForRepair(ctx, tx, id, StatusQueued, StatusWorking)
 	if err != nil || run == nil {
 		return err
@@ -157,7 +157,7 @@ func (a *Agent) repairRun(ctx context.Context, tx pgx.Tx, id int64, res *Maintai
 }
 
 // repairResume resumes a parked parent whose awaited sub-agents all ended.
-func (a *Agent) repairResume(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
+func (a *Service) repairResume(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
 	run, err := a.lockForRepair(ctx, tx, id, StatusWaiting)
 	if err != nil || run == nil || run.WaitKind != waitSubagents {
 		return err
@@ -173,7 +173,7 @@ func (a *Agent) repairResume(ctx context.Context, tx pgx.Tx, id int64, res *Main
 
 // endLost ends a run whose step job was lost with no attempt left, in the
 // caller's transaction, with an error that says so.
-func (a *Agent) endLost(ctx context.Context, tx pgx.Tx, id int64, msg string, res *MaintainResult) error {
+func (a *Service) endLost(ctx context.Context, tx pgx.Tx, id int64, msg string, res *MaintainResult) error {
 	run, err := a.lockTreeByID(ctx, tx, id)
 	if err != nil || run == nil || run.Ended() { // deleted or ended: nothing to end
 		return err
@@ -199,7 +199,7 @@ var unfinishedWakeSQL = `EXISTS (SELECT 1 FROM river_job j
 // deadline resumes now, any other gets its wake job back. The parking
 // transaction inserts the wake job, so a parked run without one has lost
 // it.
-func (a *Agent) reconcileReaders(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
+func (a *Service) reconcileReaders(ctx context.Context, tx pgx.Tx, res *MaintainResult) error {
 	rows, err := tx.Query(ctx, `SELECT r.id FROM gb_agent_research_runs r
 		WHERE r.status = 'waiting' AND r.wait_kind IN ('messages', 'owner') AND r.wait_call_id <> ''
 		  AND NOT `+unfinishedWakeSQL+`
@@ -222,7 +222,7 @@ func (a *Agent) reconcileReaders(ctx context.Context, tx pgx.Tx, res *MaintainRe
 // repairReader gives a parked reader or asker with no wake job its way
 // forward back, with its tree locked: a resume when its deadline has
 // passed, else a new wake job at the deadline.
-func (a *Agent) repairReader(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
+func (a *Service) repairReader(ctx context.Context, tx pgx.Tx, id int64, res *MaintainResult) error {
 	run, err := a.lockTreeByID(ctx, tx, id)
 	if err != nil || run == nil || !parkedWithDeadline(run) {
 		return err

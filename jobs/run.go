@@ -162,13 +162,13 @@ func (r *Run) waitsForMessages() bool { return r.WaitCallID != "" && r.WaitKind 
 func (r *Run) waitsForOwner() bool { return r.WaitCallID != "" && r.WaitKind == waitOwner }
 
 // WaitsForAnswer reports whether the run is parked on a question to its
-// owner, which an answer (Agent.Answer) or its deadline resumes.
+// owner, which an answer (Service.Answer) or its deadline resumes.
 func (r *Run) WaitsForAnswer() bool {
 	return r.Status == StatusWaiting && r.waitsForOwner() && r.WaitCallID != r.planCallID
 }
 
 // WaitsForPlan reports whether the run is parked on the plan it proposed,
-// which its owner's decision (Agent.DecidePlan) or its deadline resumes.
+// which its owner's decision (Service.DecidePlan) or its deadline resumes.
 func (r *Run) WaitsForPlan() bool {
 	return r.Status == StatusWaiting && r.waitsForOwner() && r.WaitCallID == r.planCallID
 }
@@ -260,7 +260,7 @@ func lockRun(ctx context.Context, tx pgx.Tx, id int64) (*Run, error) {
 // (lockTreeSQL): the order every writer of a tree takes, so that a tree's
 // writers queue on its root and its event numbers follow its commits. It
 // returns the run as locked, or nil when the run is gone.
-func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error) {
+func (a *Service) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error) {
 	runs, err := queryRuns(ctx, tx, lockTreeSQL, []int64{run.RootID, run.ID})
 	if err != nil {
 		return nil, fmt.Errorf("error locking tree %d: %w", run.RootID, err)
@@ -276,7 +276,7 @@ func (a *Agent) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error)
 // lockTreeByID locks the tree of the run id, then the run (lockTree),
 // after reading the run unlocked for its root. It returns nil when the run
 // is gone.
-func (a *Agent) lockTreeByID(ctx context.Context, tx pgx.Tx, id int64) (*Run, error) {
+func (a *Service) lockTreeByID(ctx context.Context, tx pgx.Tx, id int64) (*Run, error) {
 	seen, err := GetRun(ctx, tx, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil

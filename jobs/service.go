@@ -128,7 +128,7 @@ func (p *StartParams) Validate() error {
 // StartResearch validates p and, in one transaction with the user's row
 // locked, checks the per-user limit and inserts the root run and its first
 // step job. created is false when ScheduleKey matched an existing run.
-func (a *Agent) StartResearch(ctx context.Context, p StartParams) (run *Run, created bool, err error) {
+func (a *Service) StartResearch(ctx context.Context, p StartParams) (run *Run, created bool, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, false, err
 	}
@@ -248,7 +248,7 @@ func Subtree(ctx context.Context, db DB, id int64) ([]*Run, error) {
 }
 
 // lockOwned locks the tree of a run the user owns, then the run.
-func (a *Agent) lockOwned(ctx context.Context, tx pgx.Tx, userID, id int64) (*Run, error) {
+func (a *Service) lockOwned(ctx context.Context, tx pgx.Tx, userID, id int64) (*Run, error) {
 	seen, err := GetForUser(ctx, tx, userID, id)
 	if err != nil {
 		return nil, err
@@ -262,7 +262,7 @@ func (a *Agent) lockOwned(ctx context.Context, tx pgx.Tx, userID, id int64) (*Ru
 
 // Cancel ends a run the user owns and its descendants, as failed with
 // "cancelled by its owner"; its parent, if parked on it, resumes.
-func (a *Agent) Cancel(ctx context.Context, userID, id int64) (*Run, error) {
+func (a *Service) Cancel(ctx context.Context, userID, id int64) (*Run, error) {
 	var out *Run
 	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockOwned(ctx, tx, userID, id)
@@ -282,7 +282,7 @@ func (a *Agent) Cancel(ctx context.Context, userID, id int64) (*Run, error) {
 
 // Delete deletes a run the user owns with its sub-agents, their messages,
 // steps, states, events and model calls, and their jobs.
-func (a *Agent) Delete(ctx context.Context, userID, id int64) error {
+func (a *Service) Delete(ctx context.Context, userID, id int64) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockOwned(ctx, tx, userID, id)
 		if err != nil {
@@ -333,7 +333,7 @@ func (a *Agent) Delete(ctx context.Context, userID, id int64) error {
 
 // subagentLimit is how many sub-agents a new tree of a user may have: the
 // spec's ceiling, lowered by the server's setting and the user's own.
-func (a *Agent) subagentLimit(user *int) int {
+func (a *Service) subagentLimit(user *int) int {
 	n := MaxSubagentsPerTree
 	if a.config.MaxSubagents != nil {
 		n = min(n, *a.config.MaxSubagents)

@@ -115,7 +115,7 @@ const insertRootSQL = `WITH run AS (
 	SELECT ` + runColumns + ` FROM run`
 
 // insertRoot inserts the root research p starts (insertRootSQL), in tx.
-func (a *Agent) insertRoot(ctx context.Context, tx pgx.Tx, p StartParams, maxSubagents int) (*Run, error) {
+func (a *Service) insertRoot(ctx context.Context, tx pgx.Tx, p StartParams, maxSubagents int) (*Run, error) {
 	event, err := json.Marshal(map[string]any{"topic": oneLine(p.Topic, 200)})
 	if err != nil {
 		return nil, fmt.Errorf("error encoding event: %w", err)

@@ -57,7 +57,7 @@ type turn struct {
 // work makes the steps of the job's run, each in its own transaction, until
 // the run parks or ends, or the job hands its run over to a new job (see
 // continues).
-func (a *Agent) work(ctx context.Context, job *river.Job[StepArgs]) error {
+func (a *Service) work(ctx context.Context, job *river.Job[StepArgs]) error {
 	t := &turn{job: job, began: time.Now()}
 	defer func() { a.releaseNext(ctx, t.next) }()
 	for {
@@ -77,7 +77,7 @@ func (a *Agent) work(ctx context.Context, job *river.Job[StepArgs]) error {
 // returns false when there is nothing to do: the run was deleted, ended,
 // is parked, or has not reached the step the job was made for. A retried
 // job goes on from the run's last committed step.
-func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
+func (a *Service) load(ctx context.Context, t *turn) (bool, error) {
 	id := t.job.Args.RunID
 	b := &pgx.Batch{}
 	b.Queue(markThinkingSQL, id, t.job.Args.Step)
@@ -151,7 +151,7 @@ func (a *Agent) load(ctx context.Context, t *turn) (bool, error) {
 
 // loadInputs reads the parent's unread inputs of a sub-agent before a step
 // that follows another in the same job.
-func (a *Agent) loadInputs(ctx context.Context, t *turn) error {
+func (a *Service) loadInputs(ctx context.Context, t *turn) error {
 	if t.inputsRead {
 		t.inputsRead = false
 		return nil
@@ -192,7 +192,7 @@ func (t *turn) scanInputs(rows pgx.Rows) error {
 // prepare the run, bound the step (stepContext), build the prelude, call
 // the model, turn its answer into the step's record (newStepCommit), run
 // what goes before the commit (beforeCommit), and commit (record).
-func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
+func (a *Service) step(jobCtx context.Context, t *turn) (more bool, err error) {
 	started := time.Now()
 	if ok, err := a.prepare(jobCtx, t); err != nil || !ok {
 		return false, err
@@ -231,7 +231,7 @@ func (a *Agent) step(jobCtx context.Context, t *turn) (more bool, err error) {
 // the run (load), a later one reads the parent's new inputs. It returns
 // false when there is nothing to do, and an error when a drain's deadline
 // is too near for the step (deadline.go).
-func (a *Agent) prepare(ctx context.Context, t *turn) (bool, error) {
+func (a *Service) prepare(ctx context.Context, t *turn) (bool, error) {
 	if t.run == nil {
 		if ok, err := a.load(ctx, t); err != nil || !ok {
 			return false, err
@@ -249,7 +249,7 @@ func (a *Agent) prepare(ctx context.Context, t *turn) (bool, error) {
 // cap, past which the run ends timed_out (stepWorker.work). finish
 // releases the context and wraps errWallClock around an error the cap
 // caused.
-func (a *Agent) stepContext(jobCtx context.Context, run *Run, step int) (ctx context.Context, finish func(error) error) {
+func (a *Service) stepContext(jobCtx context.Context, run *Run, step int) (ctx context.Context, finish func(error) error) {
 	// bounded is the step's context before the cap (a variable of its own:
 	// the result ctx becomes wctx on return, and finish must ask this one).
 	bounded, cancel := context.WithTimeout(jobCtx, a.config.StepTimeout)
@@ -271,7 +271,7 @@ func (a *Agent) stepContext(jobCtx context.Context, run *Run, step int) (ctx con
 // topic on the first step, the answer to the call a parked run waited on
 // (a tool result must follow the assistant message that made the call),
 // then the parent's new inputs; inputIDs are the messages it delivers.
-func (a *Agent) prelude(ctx context.Context, t *turn, step int) (prelude []llm.Message, inputIDs []int64, err error) {
+func (a *Service) prelude(ctx context.Context, t *turn, step int) (prelude []llm.Message, inputIDs []int64, err error) {
 	if step == 1 {
 		prelude = append(prelude, llm.Message{Role: llm.RoleUser, Content: t.run.Topic})
 	}
@@ -289,7 +289,7 @@ func (a *Agent) prelude(ctx context.Context, t *turn, step int) (prelude []llm.M
 // prelude (ask.go). The run's last step, or a revision of its report
 // (citations.go), gets no tools. A nil answer with no error means the
 // call ended the run.
-func (a *Agent) callModel(ctx context.Context, t *turn, step int, prelude []llm.Message) (*answer, error) {
+func (a *Service) callModel(ctx context.Context, t *turn, step int, prelude []llm.Message) (*answer, error) {
 	last := step >= t.run.MaxSteps || revising(t.history)
 	conv := append(slices.Clip(t.history), prelude...)
 	return a.ask(ctx, t, step, conv, last)
@@ -317,7 +317,7 @@ func newStepCommit(t *turn, step int, prelude []llm.Message, inputIDs []int64, a
 // look at a report (citations_judge.go). It returns true when the step
 // stops there; a step that stops or fails records its paid call first
 // (settleThen).
-func (a *Agent) beforeCommit(ctx context.Context, c *stepCommit, ans *answer) (stop bool, err error) {
+func (a *Service) beforeCommit(ctx context.Context, c *stepCommit, ans *answer) (stop bool, err error) {
 	run := c.turn.run
 	if ans.resp.Refused && c.reply.Content != "" && !c.goOn && !ans.last {
 		return true, a.settleThen(ctx, c, func() error {
@@ -342,7 +342,7 @@ func (a *Agent) beforeCommit(ctx context.Context, c *stepCommit, ans *answer) (s
 
 // record commits the step (commitStep) and tells who listens; a step that
 // does not commit records its paid call on its own (settleUncommitted).
-func (a *Agent) record(ctx context.Context, c *stepCommit) (more bool, err error) {
+func (a *Service) record(ctx context.Context, c *stepCommit) (more bool, err error) {
 	if more, err = a.commitStep(ctx, c); err != nil {
 		a.settleUncommitted(ctx, c)
 		return false, err
@@ -357,7 +357,7 @@ func (a *Agent) record(ctx context.Context, c *stepCommit) (more bool, err error
 
 // settleThen settles the paid call of a step that will not commit, then
 // returns what end returns.
-func (a *Agent) settleThen(ctx context.Context, c *stepCommit, end func() error) error {
+func (a *Service) settleThen(ctx context.Context, c *stepCommit, end func() error) error {
 	a.settleUncommitted(ctx, c)
 	return end()
 }
@@ -365,7 +365,7 @@ func (a *Agent) settleThen(ctx context.Context, c *stepCommit, end func() error)
 // settleUncommitted records the usage of a paid call whose step did not
 // commit, on a context of its own: the step will be retried and pay again,
 // and both calls count.
-func (a *Agent) settleUncommitted(ctx context.Context, c *stepCommit) {
+func (a *Service) settleUncommitted(ctx context.Context, c *stepCommit) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := settleCall(sctx, a.pool, c.call, c.callUse, true, false, outcomeDropped); err != nil {
@@ -425,7 +425,7 @@ func reportCut(conv []llm.Message) bool {
 // recordBudgetStop records on the tree that its budget stopped the root's
 // research, with the tree locked like every writer of its events, so that
 // a tree's event numbers follow its commits.
-func (a *Agent) recordBudgetStop(ctx context.Context, seen *Run, why string) error {
+func (a *Service) recordBudgetStop(ctx context.Context, seen *Run, why string) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockTree(ctx, tx, seen)
 		if err != nil || run == nil {
@@ -443,7 +443,7 @@ func (a *Agent) recordBudgetStop(ctx context.Context, seen *Run, why string) err
 // findings is the report of a run that has to end without writing its
 // own: why, then each of its sub-agents with its final status and its
 // report or error; "" when it has no sub-agents.
-func (a *Agent) findings(ctx context.Context, run *Run, why string) (string, error) {
+func (a *Service) findings(ctx context.Context, run *Run, why string) (string, error) {
 	kids, err := children(ctx, a.pool, run.ID)
 	if err != nil || len(kids) == 0 {
 		return "", err
@@ -456,7 +456,7 @@ func (a *Agent) findings(ctx context.Context, run *Run, why string) (string, err
 // sub-agent out of budget, a second refusal, a last attempt that failed)
 // and completes the job in the same transaction. A run revising its report
 // ends with its draft instead (citations.go).
-func (a *Agent) endAfter(ctx context.Context, job *river.Job[StepArgs], seen *Run, status, report, errText string) error {
+func (a *Service) endAfter(ctx context.Context, job *river.Job[StepArgs], seen *Run, status, report, errText string) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockTree(ctx, tx, seen)
 		if err != nil {

@@ -28,7 +28,7 @@ type StepRequest struct {
 
 // RebuildRequest rebuilds the system prompt and the tools of step of run,
 // as its model call was given them. It reads and writes nothing.
-func (a *Agent) RebuildRequest(run *Run, step int) (*StepRequest, error) {
+func (a *Service) RebuildRequest(run *Run, step int) (*StepRequest, error) {
 	names := a.toolNamesFor(run)
 	system, err := a.systemPrompt(run, names)
 	if err != nil {

@@ -20,7 +20,7 @@ const unavailableRetry = time.Second
 // stepWorker is the River worker of step jobs.
 type stepWorker struct {
 	river.WorkerDefaults[StepArgs]
-	agent *Agent
+	agent *Service
 }
 
 // NextRetry is when a failed step runs again (nextRetry).
@@ -37,7 +37,7 @@ func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	return err
 }
 
-// work makes the job's steps (Agent.work) and decides what a failed one
+// work makes the job's steps (Service.work) and decides what a failed one
 // means. Whatever happens, the run is left ended, parked, or with a next
 // job: a step that panics is an error like any other; a run past its
 // wall-clock cap ends timed_out; a step interrupted because the worker is
@@ -107,7 +107,7 @@ func (w *stepWorker) work(ctx context.Context, job *river.Job[StepArgs]) error {
 
 // safeStep runs a step, turning a panic into an error so that the last
 // attempt's handling applies to it too.
-func (a *Agent) safeStep(ctx context.Context, job *river.Job[StepArgs]) (err error) {
+func (a *Service) safeStep(ctx context.Context, job *river.Job[StepArgs]) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			a.logger.ErrorContext(ctx, "step panicked", "run_id", job.Args.RunID, "step", job.Args.Step,
@@ -152,7 +152,7 @@ func (StepArgs) InsertOpts() river.InsertOpts {
 
 // enqueueStep inserts the job of a run's next step in tx, queued at its
 // tree's start (treeOrder).
-func (a *Agent) enqueueStep(ctx context.Context, tx pgx.Tx, run *Run, step int) error {
+func (a *Service) enqueueStep(ctx context.Context, tx pgx.Tx, run *Run, step int) error {
 	args := StepArgs{RunID: run.ID, Step: step, Tree: run.TreeStartedAt}
 	opts := &river.InsertOpts{Queue: a.config.Queue, Metadata: a.jobMetadata(ctx)}
 	if _, err := a.river.InsertTx(ctx, tx, args, opts); err != nil {

@@ -77,7 +77,7 @@ func (p *SpawnParams) check() error {
 // spawn checks the spawn's input and the tree's limits with the root row
 // locked (the caller's transaction holds it), then inserts the child run,
 // its inbox and its first step job. A refused spawn is a toolError.
-func (a *Agent) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams) (*Run, error) {
+func (a *Service) spawn(ctx context.Context, tx pgx.Tx, parent *Run, p SpawnParams) (*Run, error) {
 	if parent.Depth >= MaxSubagentDepth {
 		return nil, toolErrorf("you cannot spawn sub-agents: the tree allows %d generations of sub-agents", MaxSubagentDepth)
 	}
@@ -229,7 +229,7 @@ func formatReports(runs []*Run, max int) string {
 // resumeResult is the tool result that answers the call a parked run waited
 // on, computed when it resumes, and the ids of the messages it delivers,
 // which the step's commit marks read.
-func (a *Agent) resumeResult(ctx context.Context, db DB, run *Run) (llm.Message, []int64, error) {
+func (a *Service) resumeResult(ctx context.Context, db DB, run *Run) (llm.Message, []int64, error) {
 	if run.waitsForMessages() {
 		return a.messageWaitResult(ctx, db, run)
 	}
@@ -245,7 +245,7 @@ func (a *Agent) resumeResult(ctx context.Context, db DB, run *Run) (llm.Message,
 }
 
 // waitResult is the result of a parked wait, computed when the run resumes.
-func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string) (string, error) {
+func (a *Service) waitResult(ctx context.Context, db DB, run *Run, names []string) (string, error) {
 	awaited, err := awaitedChildren(ctx, db, run, names)
 	if err != nil {
 		if te, ok := err.(*toolError); ok {
@@ -260,7 +260,7 @@ func (a *Agent) waitResult(ctx context.Context, db DB, run *Run, names []string)
 // answer: no job, no worker. The transaction that ends the last awaited
 // sub-agent inserts its next step; a message wait resumes as
 // message_wait.go says, a question as owner_wait.go says.
-func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
+func (a *Service) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) error {
 	if p.messages {
 		return a.parkForMessages(ctx, tx, run, p)
 	}
@@ -295,7 +295,7 @@ func (a *Agent) park(ctx context.Context, tx pgx.Tx, run *Run, p *parkRequest) e
 // change make it happen once, however many children end at once. A parent
 // parked on read_messages or ask_owner is left to its messages or its
 // owner, and its deadline.
-func (a *Agent) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) error {
+func (a *Service) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) error {
 	parent, err := lockRun(ctx, tx, parentID)
 	if err != nil {
 		return err

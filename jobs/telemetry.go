@@ -179,7 +179,7 @@ func (in *instruments) tracing() bool { return in.tracer != nil }
 // complete makes a step's model call, in a chat span with the request's
 // and the answer's GenAI attributes, and records its duration, its tokens
 // and whether the provider refused it for want of capacity.
-func (a *Agent) complete(ctx context.Context, run *Run, m llm.Model, req llm.Request) (llm.Response, error) {
+func (a *Service) complete(ctx context.Context, run *Run, m llm.Model, req llm.Request) (llm.Response, error) {
 	in := a.tel
 	if !in.tracing() && !in.metered {
 		return m.Complete(ctx, req)
@@ -266,7 +266,7 @@ func modelErrorType(err error) string {
 // startTool begins the execute_tool span of a tool call (a no-op when
 // tracing is off); end records whether the tool failed (a tool error the
 // model is told about, or an infrastructure error) and ends it.
-func (a *Agent) startTool(ctx context.Context, run *Run, step int, call llm.ToolCall) (context.Context, func(failed bool, err error)) {
+func (a *Service) startTool(ctx context.Context, run *Run, step int, call llm.ToolCall) (context.Context, func(failed bool, err error)) {
 	if !a.tel.tracing() {
 		return ctx, func(bool, error) {}
 	}
@@ -289,7 +289,7 @@ func (a *Agent) startTool(ctx context.Context, run *Run, step int, call llm.Tool
 
 // startStep begins the span of a step (a no-op when tracing is off); end
 // records how it ended and ends it.
-func (a *Agent) startStep(ctx context.Context, run *Run, step int) (context.Context, func(err error)) {
+func (a *Service) startStep(ctx context.Context, run *Run, step int) (context.Context, func(err error)) {
 	if !a.tel.tracing() {
 		return ctx, func(error) {}
 	}
@@ -305,7 +305,7 @@ func (a *Agent) startStep(ctx context.Context, run *Run, step int) (context.Cont
 }
 
 // stepCommitted counts a committed step and what it cost.
-func (a *Agent) stepCommitted(ctx context.Context, run *Run, use llm.Usage) {
+func (a *Service) stepCommitted(ctx context.Context, run *Run, use llm.Usage) {
 	if !a.tel.metered {
 		return
 	}
@@ -328,7 +328,7 @@ func agentName(run *Run) string {
 // countRepairs counts what a maintenance pass repaired, by kind: runs with
 // no way forward given a job, ended as lost or resumed, jobs of dead or
 // stuck workers rescued, and calls of dead workers settled.
-func (a *Agent) countRepairs(ctx context.Context, res MaintainResult) {
+func (a *Service) countRepairs(ctx context.Context, res MaintainResult) {
 	if !a.tel.metered {
 		return
 	}
@@ -341,7 +341,7 @@ func (a *Agent) countRepairs(ctx context.Context, res MaintainResult) {
 }
 
 // countBreaker counts what a model's breaker did (opened, probe, closed).
-func (a *Agent) countBreaker(ctx context.Context, model, event string) {
+func (a *Service) countBreaker(ctx context.Context, model, event string) {
 	if !a.tel.metered {
 		return
 	}

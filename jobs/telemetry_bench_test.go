@@ -46,7 +46,7 @@ func BenchmarkStepTracing(b *testing.B) {
 	tel := telemetry.New(exp, sdkmetric.NewManualReader(), "gb-bench")
 	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 
-	start := func(queue string, d jobs.Deps) (*jobs.Agent, *bench.StepTimes) {
+	start := func(queue string, d jobs.Deps) (*jobs.Service, *bench.StepTimes) {
 		obs := bench.NewStepTimes(nil)
 		d.Pool, d.Model, d.Observer, d.Logger, d.Work = pool, searchingModel(), obs, quietLogger(), true
 		d.Config = jobs.Config{Queue: queue, Guest: queue != "gb_trace_off"}
@@ -62,7 +62,7 @@ func BenchmarkStepTracing(b *testing.B) {
 	}
 	off, offTimes := start("gb_trace_off", jobs.Deps{})
 	on, onTimes := start("gb_trace_on", jobs.Deps{Tracer: tel.Tracer, Meter: tel.Meter})
-	round := func(a *jobs.Agent, times *bench.StepTimes, queue string) []time.Duration {
+	round := func(a *jobs.Service, times *bench.StepTimes, queue string) []time.Duration {
 		st, err := bench.AgentRuns(ctx, a, times, bench.RunsParams{Users: users, Runs: 4, Steps: 10, Queue: queue})
 		if err != nil {
 			b.Fatal(err)

@@ -32,7 +32,7 @@ type TimeoutArgs struct {
 func (TimeoutArgs) Kind() string { return TimeoutKind }
 
 // enqueueTimeout schedules the timeout job of a run at its deadline.
-func (a *Agent) enqueueTimeout(ctx context.Context, tx pgx.Tx, runID int64, at time.Time) error {
+func (a *Service) enqueueTimeout(ctx context.Context, tx pgx.Tx, runID int64, at time.Time) error {
 	if _, err := a.river.InsertTx(ctx, tx, TimeoutArgs{RunID: runID}, &river.InsertOpts{ScheduledAt: at, Queue: a.config.Queue}); err != nil {
 		return fmt.Errorf("error scheduling the timeout of run %d: %w", runID, err)
 	}
@@ -49,7 +49,7 @@ func timedOutError(run *Run) string {
 
 // endTimedOut ends a run timed_out, in a transaction of its own, and
 // completes job when it is set.
-func (a *Agent) endTimedOut(ctx context.Context, runID int64, complete func(pgx.Tx) error) error {
+func (a *Service) endTimedOut(ctx context.Context, runID int64, complete func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, err := a.lockTreeByID(ctx, tx, runID)
 		if err != nil {
@@ -67,7 +67,7 @@ func (a *Agent) endTimedOut(ctx context.Context, runID int64, complete func(pgx.
 // timeoutWorker is the River worker of timeout jobs.
 type timeoutWorker struct {
 	river.WorkerDefaults[TimeoutArgs]
-	agent *Agent
+	agent *Service
 }
 
 // Work ends the run if it is still working past its cap; a running step

@@ -121,7 +121,7 @@ func takeMessages(ctx context.Context, tx pgx.Tx, run *Run) ([]inboxMessage, err
 // formatMessages renders read_messages' result: one entry per message,
 // oldest first, or "No new messages.". A sibling's text comes inside its
 // untrusted block (it may quote pages); the owner's does not.
-func (a *Agent) formatMessages(msgs []inboxMessage) string {
+func (a *Service) formatMessages(msgs []inboxMessage) string {
 	if len(msgs) == 0 {
 		return "No new messages."
 	}

@@ -101,7 +101,7 @@ func TestArgSchema(t *testing.T) {
 // spawn_subagent's type takes the registry's names and its model is
 // offered only when the operator allows more than one.
 func TestSpawnSpecModels(t *testing.T) {
-	props := func(a *Agent) map[string]any {
+	props := func(a *Service) map[string]any {
 		var s map[string]any
 		if err := json.Unmarshal(a.liveToolSpec(toolSpawnSubagent).Parameters, &s); err != nil {
 			t.Fatal(err)
@@ -112,7 +112,7 @@ func TestSpawnSpecModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{types: types}
+	a := &Service{types: types}
 	p := props(a)
 	if _, ok := p["model"]; ok {
 		t.Errorf("one model, yet model is offered: %v", p["model"])

@@ -35,7 +35,7 @@ const (
 
 // toolEnv is what a tool sees: the step's transaction and the locked run.
 type toolEnv struct {
-	agent *Agent
+	agent *Service
 	tx    pgx.Tx
 	run   *Run
 	step  int
@@ -90,7 +90,7 @@ func register(t *tool) {
 
 // runTool runs one tool call. Tool errors become the result text; only
 // infrastructure errors are returned.
-func (a *Agent) runTool(ctx context.Context, env *toolEnv, call llm.ToolCall) (string, error) {
+func (a *Service) runTool(ctx context.Context, env *toolEnv, call llm.ToolCall) (string, error) {
 	t, ok := tools[call.Name]
 	if ok && !a.offers(env.run, call.Name) && slices.Contains(a.placeTools(env.run), call.Name) {
 		// The run's type does not allow it: refused, and recorded.
@@ -122,7 +122,7 @@ func (a *Agent) runTool(ctx context.Context, env *toolEnv, call llm.ToolCall) (s
 }
 
 // noSuchTool is the answer to a call of a tool the run does not have.
-func (a *Agent) noSuchTool(run *Run, name string) string {
+func (a *Service) noSuchTool(run *Run, name string) string {
 	return fmt.Sprintf("Error: there is no tool named %q; your tools are: %s", name, strings.Join(a.toolNamesFor(run), ", "))
 }
 
@@ -139,7 +139,7 @@ func toolsState(calls []llm.ToolCall) string {
 
 // toolNamesFor lists the tools a run is given, in a stable order: those of
 // its place in the tree, within its type's allow-list.
-func (a *Agent) toolNamesFor(run *Run) []string {
+func (a *Service) toolNamesFor(run *Run) []string {
 	names := a.placeTools(run)
 	at, pinned := a.runType(run), a.pinOf(run).tools
 	return slices.DeleteFunc(names, func(n string) bool {
@@ -149,7 +149,7 @@ func (a *Agent) toolNamesFor(run *Run) []string {
 }
 
 // placeTools lists the tools of a run's place in its tree.
-func (a *Agent) placeTools(run *Run) []string {
+func (a *Service) placeTools(run *Run) []string {
 	names := []string{toolSearch, toolRead, toolRemember}
 	if a.web() {
 		names = append(names, toolWebSearch, toolFetch)
@@ -172,7 +172,7 @@ func (a *Agent) placeTools(run *Run) []string {
 	return names
 }
 
-func (a *Agent) offers(run *Run, name string) bool {
+func (a *Service) offers(run *Run, name string) bool {
 	for _, n := range a.toolNamesFor(run) {
 		if n == name {
 			return true
@@ -183,12 +183,12 @@ func (a *Agent) offers(run *Run, name string) bool {
 
 // toolSpec is a tool's spec as the run's bundle keeps it (toolNamesFor
 // offers no other).
-func (a *Agent) toolSpec(run *Run, name string) llm.ToolSpec { return a.pinOf(run).tools[name] }
+func (a *Service) toolSpec(run *Run, name string) llm.ToolSpec { return a.pinOf(run).tools[name] }
 
 // liveToolSpec is a tool's spec as this deploy sends it: spawn_subagent's
 // type takes its enum and description from the registry of types, and its
 // model is offered only when the operator allows more than one.
-func (a *Agent) liveToolSpec(name string) llm.ToolSpec {
+func (a *Service) liveToolSpec(name string) llm.ToolSpec {
 	t := tools[name]
 	if name != toolSpawnSubagent {
 		return t.spec

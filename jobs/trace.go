@@ -46,7 +46,7 @@ const metaTraceparent = "traceparent"
 
 // traceRun gives a new run its trace identity, in the creating
 // transaction, when tracing is on: the child of the span in ctx.
-func (a *Agent) traceRun(ctx context.Context, tx pgx.Tx, run *Run) error {
+func (a *Service) traceRun(ctx context.Context, tx pgx.Tx, run *Run) error {
 	if !a.tel.tracing() {
 		return nil
 	}
@@ -60,7 +60,7 @@ func (a *Agent) traceRun(ctx context.Context, tx pgx.Tx, run *Run) error {
 
 // runTrace is the trace context a run started in ctx records: its own
 // traceparent and the span it hangs from; empty when tracing is off.
-func (a *Agent) runTrace(ctx context.Context) (traceparent, parentID string) {
+func (a *Service) runTrace(ctx context.Context) (traceparent, parentID string) {
 	if !a.tel.tracing() {
 		return "", ""
 	}
@@ -73,7 +73,7 @@ func (a *Agent) runTrace(ctx context.Context) (traceparent, parentID string) {
 
 // jobMetadata is the metadata of a job inserted with ctx: the traceparent
 // of the span in ctx, when tracing is on and there is one; nil otherwise.
-func (a *Agent) jobMetadata(ctx context.Context) []byte {
+func (a *Service) jobMetadata(ctx context.Context) []byte {
 	if !a.tel.tracing() {
 		return nil
 	}
@@ -88,7 +88,7 @@ func (a *Agent) jobMetadata(ctx context.Context) []byte {
 // startJob records how long the step job waited in the queue and, when
 // tracing is on, gives the job's span (otelriver's, begun by the
 // middleware) the job's run, step, id, attempt, kind and queue.
-func (a *Agent) startJob(ctx context.Context, job *river.Job[StepArgs]) (context.Context, func(err error)) {
+func (a *Service) startJob(ctx context.Context, job *river.Job[StepArgs]) (context.Context, func(err error)) {
 	if job.AttemptedAt != nil && a.tel.metered {
 		ready := job.ScheduledAt
 		if job.CreatedAt.After(ready) {
@@ -112,7 +112,7 @@ func (a *Agent) startJob(ctx context.Context, job *river.Job[StepArgs]) (context
 // every span under it) has ended.
 type jobTracing struct {
 	river.MiddlewareDefaults
-	agent *Agent
+	agent *Service
 }
 
 // Work implements rivertype.WorkerMiddleware.
@@ -126,7 +126,7 @@ func (m *jobTracing) Work(ctx context.Context, job *rivertype.JobRow, doInner fu
 // underRun is ctx with the span of the run job works on as its remote
 // parent; ctx itself when the job names no run, or one that has ended or
 // has no trace context.
-func (a *Agent) underRun(ctx context.Context, job *rivertype.JobRow) context.Context {
+func (a *Service) underRun(ctx context.Context, job *rivertype.JobRow) context.Context {
 	var args struct {
 		RunID int64 `json:"run_id"`
 	}
@@ -187,7 +187,7 @@ func (e *endedRuns) record() {
 // while tracing was off have none and are skipped. The span is recorded
 // whether or not tx commits: an end that fails to commit and is made
 // again records the run's span again, with the same identity.
-func (a *Agent) endRunSpans(ctx context.Context, tx pgx.Tx, runs []*Run, status, errText string) error {
+func (a *Service) endRunSpans(ctx context.Context, tx pgx.Tx, runs []*Run, status, errText string) error {
 	if !a.tel.tracing() || len(runs) == 0 {
 		return nil
 	}
@@ -222,7 +222,7 @@ func (a *Agent) endRunSpans(ctx context.Context, tx pgx.Tx, runs []*Run, status,
 // createdBy the span that created it (linked to) and parentRun the span of
 // its parent run (its parent; none for a root). It begins when the run
 // was created, or when that job began if the database's clock says later.
-func (a *Agent) recordRunSpan(ctx context.Context, run *Run, self trace.SpanContext, createdBy string,
+func (a *Service) recordRunSpan(ctx context.Context, run *Run, self trace.SpanContext, createdBy string,
 	parentRun trace.SpanContext, status, errText string) {
 	if run == nil || !self.IsValid() {
 		return

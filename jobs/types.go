@@ -252,7 +252,7 @@ func (t *Types) describe(available func(tool string) bool) string {
 // toolAvailable reports whether the agent offers a tool at all: the web
 // tools need a search and a fetch provider, the sibling tools and
 // send_input a messenger.
-func (a *Agent) toolAvailable(tool string) bool {
+func (a *Service) toolAvailable(tool string) bool {
 	switch tool {
 	case toolWebSearch, toolFetch:
 		return a.web()
@@ -265,7 +265,7 @@ func (a *Agent) toolAvailable(tool string) bool {
 // spawnType resolves the type a parent's spawn_subagent names, among the
 // types of the parent's bundle (behaviour.go), the default when it names
 // none; an unknown type is a toolError listing the types.
-func (a *Agent) spawnType(parent *Run, name string) (*AgentType, error) {
+func (a *Service) spawnType(parent *Run, name string) (*AgentType, error) {
 	if name == "" {
 		name = DefaultType
 	}
@@ -280,7 +280,7 @@ func (a *Agent) spawnType(parent *Run, name string) (*AgentType, error) {
 // runType is the type of a sub-agent, as its bundle defines it; nil for a
 // root or a run whose type is no longer registered, which then keeps
 // every tool of its depth.
-func (a *Agent) runType(run *Run) *AgentType {
+func (a *Service) runType(run *Run) *AgentType {
 	if run.AgentType == "" {
 		return nil
 	}

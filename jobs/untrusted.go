@@ -37,7 +37,7 @@ func untrusted(label, body string) string {
 
 // quoting is what a label adds to the text of an agent: that it may quote
 // web pages, when the agents have the web.
-func (a *Agent) quoting() string {
+func (a *Service) quoting() string {
 	if a.web() {
 		return ", which may quote web pages"
 	}
@@ -45,12 +45,12 @@ func (a *Agent) quoting() string {
 }
 
 // reportLabel labels the report of a sub-agent.
-func (a *Agent) reportLabel(name string, id int64) string {
+func (a *Service) reportLabel(name string, id int64) string {
 	return fmt.Sprintf("report of sub-agent %s (run %d)%s", name, id, a.quoting())
 }
 
 // noteLabel labels a note an agent remembered.
-func (a *Agent) noteLabel(source string) string {
+func (a *Service) noteLabel(source string) string {
 	return "note " + source + " remembered by an agent" + a.quoting()
 }
 
@@ -58,7 +58,7 @@ func (a *Agent) noteLabel(source string) string {
 // parent: each one's name, run and status as given by the service, then
 // its report inside its untrusted block, cut to max characters with a
 // note on how to read on.
-func (a *Agent) untrustedReports(runs []*Run, max int) string {
+func (a *Service) untrustedReports(runs []*Run, max int) string {
 	var b strings.Builder
 	for _, r := range runs {
 		fmt.Fprintf(&b, "## %s (run %d): %s\n", r.Name, r.ID, r.Status)
@@ -79,6 +79,6 @@ func (a *Agent) untrustedReports(runs []*Run, max int) string {
 
 // untrustedMessage is the text of a message from a sibling, inside its
 // block: agents quote what they read.
-func (a *Agent) untrustedMessage(fromName string, fromID int64, text string) string {
+func (a *Service) untrustedMessage(fromName string, fromID int64, text string) string {
 	return untrusted(fmt.Sprintf("message from %s (run %d)%s", fromName, fromID, a.quoting()), text)
 }

@@ -27,7 +27,7 @@ const (
 	WebhookFailed = "research.failed"
 	// WebhookTimedOut: the research ran past its wall-clock cap.
 	WebhookTimedOut = "research.timed_out"
-	// WebhookCancelled: its owner cancelled the research (Agent.Cancel).
+	// WebhookCancelled: its owner cancelled the research (Service.Cancel).
 	WebhookCancelled = "research.cancelled"
 	// WebhookInputRequired: the research asked its owner a question, or
 	// proposed its plan of sub-agents, and waits for the answer or the
@@ -99,7 +99,7 @@ func ValidateWebhookURL(field, raw string) error {
 // checkWebhookURL validates a webhook URL's form, then asks the sender's
 // guard whether deliveries may reach it; without a sender only the form
 // is checked (the delivery's guard still applies).
-func (a *Agent) checkWebhookURL(ctx context.Context, field, raw string) error {
+func (a *Service) checkWebhookURL(ctx context.Context, field, raw string) error {
 	if err := ValidateWebhookURL(field, raw); err != nil || raw == "" || a.webhooks == nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func GetWebhookSettings(ctx context.Context, db DB, userID int64) (*WebhookSetti
 // SetWebhookURL sets the default webhook URL of a user's researches after
 // the same checks as a research's own; "" removes it. Researches already
 // started keep the URL they started with.
-func (a *Agent) SetWebhookURL(ctx context.Context, userID int64, raw string) (*WebhookSettings, error) {
+func (a *Service) SetWebhookURL(ctx context.Context, userID int64, raw string) (*WebhookSettings, error) {
 	if err := a.checkWebhookURL(ctx, "url", raw); err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func queueEndWebhook(b *pgx.Batch, run *Run, status, errText string) *queuedWebh
 // enqueueWebhook inserts in tx the delivery of event for a run and its job,
 // once per key: nothing when the run has no webhook URL or a delivery
 // with that key was inserted before.
-func (a *Agent) enqueueWebhook(ctx context.Context, tx pgx.Tx, runID int64, event, key string) error {
+func (a *Service) enqueueWebhook(ctx context.Context, tx pgx.Tx, runID int64, event, key string) error {
 	b := &pgx.Batch{}
 	w := queueWebhook(b, runID, event, key)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -97,7 +97,7 @@ func queueWebhook(b *pgx.Batch, runID int64, event, key string) *queuedWebhook {
 
 // insertWebhookJob inserts in tx the job of a delivery queueWebhook
 // inserted, if it did.
-func (a *Agent) insertWebhookJob(ctx context.Context, tx pgx.Tx, w *queuedWebhook) error {
+func (a *Service) insertWebhookJob(ctx context.Context, tx pgx.Tx, w *queuedWebhook) error {
 	if w == nil || w.id == 0 {
 		return nil
 	}

@@ -21,7 +21,7 @@ func ClassifyAttemptForTest(code int, err error, last bool) string {
 // EndAgainForTest ends a run once more with the same status and error, as
 // a repeated end would (a retried step, a repair racing it), in a
 // transaction that locks its tree as every end does.
-func (a *Agent) EndAgainForTest(ctx context.Context, runID int64) error {
+func (a *Service) EndAgainForTest(ctx context.Context, runID int64) error {
 	return pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		seen, err := GetRun(ctx, tx, runID)
 		if err != nil {

@@ -58,7 +58,7 @@ func loadDelivery(ctx context.Context, db DB, id int64) (*delivery, error) {
 
 // webhookBody is the delivery's body: written at its first attempt from
 // the run and its tree as they are then, and the same at every other.
-func (a *Agent) webhookBody(ctx context.Context, d *delivery) ([]byte, error) {
+func (a *Service) webhookBody(ctx context.Context, d *delivery) ([]byte, error) {
 	if d.payload != nil {
 		return []byte(*d.payload), nil
 	}

@@ -129,7 +129,7 @@ func webhookModel() llm.Model {
 
 // webhookAgent is an agent on pool with sender and a 1 ms retry base,
 // working jobs when work is set; stopped when the test ends.
-func webhookAgent(t *testing.T, pool *pgxpool.Pool, sender jobs.WebhookSender, work bool) *jobs.Agent {
+func webhookAgent(t *testing.T, pool *pgxpool.Pool, sender jobs.WebhookSender, work bool) *jobs.Service {
 	t.Helper()
 	a, err := jobs.New(jobs.Deps{Pool: pool, Model: webhookModel(), Webhooks: sender, Work: work,
 		Config: jobs.Config{WebhookRetryBase: time.Millisecond}})

@@ -58,7 +58,7 @@ func webhookDelay(base time.Duration, attempt int) time.Duration {
 // webhookWorker is the River worker of delivery jobs.
 type webhookWorker struct {
 	river.WorkerDefaults[WebhookArgs]
-	agent *Agent
+	agent *Service
 }
 
 // NextRetry is webhookDelay from now, give or take a tenth.
@@ -114,7 +114,7 @@ func (w *webhookWorker) Work(ctx context.Context, job *river.Job[WebhookArgs]) e
 
 // postWebhook posts through the sender; a process without one fails the
 // attempt, to be retried by one that has it.
-func (a *Agent) postWebhook(ctx context.Context, url string, header map[string]string, body []byte) (int, error) {
+func (a *Service) postWebhook(ctx context.Context, url string, header map[string]string, body []byte) (int, error) {
 	if a.webhooks == nil {
 		return 0, errors.New("this worker has no webhook sender (jobs.Deps.Webhooks)")
 	}
@@ -162,7 +162,7 @@ func classifyAttempt(code int, err error, last bool, attempt int) attemptResult 
 // recordAttempt records an attempt and the delivery's status in one
 // transaction, which completes the job when the delivery is settled
 // (delivered or refused): a job run again would find it so.
-func (a *Agent) recordAttempt(ctx context.Context, job *river.Job[WebhookArgs], d *delivery, r attemptResult) error {
+func (a *Service) recordAttempt(ctx context.Context, job *river.Job[WebhookArgs], d *delivery, r attemptResult) error {
 	status := r.outcome
 	if status == AttemptRetrying {
 		status = DeliveryPending

@@ -52,7 +52,7 @@ const learnWindowSQL = `INSERT INTO gb_model_windows AS w (model, window_tokens,
 	RETURNING window_tokens`
 
 // providerLimits reads what the provider showed of a model's limits.
-func (a *Agent) providerLimits(ctx context.Context, model string) (providerLimits, error) {
+func (a *Service) providerLimits(ctx context.Context, model string) (providerLimits, error) {
 	var l providerLimits
 	if err := a.pool.QueryRow(ctx, providerLimitsSQL, model).Scan(&l.window, &l.tpm); err != nil {
 		return l, fmt.Errorf("error reading the provider's limits of %s: %w", model, err)
@@ -126,7 +126,7 @@ func nextWindow(msg string, inForce, refused int) (int, bool) {
 // learnWindow keeps the window a context_length_exceeded refusal teaches
 // for model, for every worker, and returns it (0: it taught nothing
 // smaller than what is known) and whether the provider named it.
-func (a *Agent) learnWindow(ctx context.Context, model string, callErr error, inForce, refused int) (int, bool, error) {
+func (a *Service) learnWindow(ctx context.Context, model string, callErr error, inForce, refused int) (int, bool, error) {
 	n, named := nextWindow(callErr.Error(), inForce, refused)
 	if n == 0 {
 		return 0, named, nil
@@ -150,7 +150,7 @@ func (a *Agent) learnWindow(ctx context.Context, model string, callErr error, in
 // reports whether the provider named the window it was given, so that the
 // request is rebuilt for it rather than also compacted harder (a window
 // only guessed at by a shrink may still be too large).
-func (a *Agent) refused(ctx context.Context, t *turn, callErr error, lim *providerLimits, est llm.Usage) (bool, error) {
+func (a *Service) refused(ctx context.Context, t *turn, callErr error, lim *providerLimits, est llm.Usage) (bool, error) {
 	m := a.modelFor(t.run)
 	learned, named := 0, false
 	if errors.Is(callErr, llm.ErrContextLength) {

@@ -242,7 +242,7 @@ func (c *chaos) faultSpec() string {
 // met and the run is young, so that the kills land on work. A start the
 // per-user limit refuses is tried again later. Every other tree has a
 // token budget.
-func (c *chaos) feed(inserter *jobs.Agent, users []int64) {
+func (c *chaos) feed(inserter *jobs.Service, users []int64) {
 	defer func() {
 		c.mu.Lock()
 		c.fed = true

@@ -86,7 +86,7 @@ func serveCLIStack(t *testing.T, pool *pgxpool.Pool, d jobs.Deps, api httpapi.De
 	if err != nil {
 		t.Fatal(err)
 	}
-	api.Agent = agent
+	api.Service = agent
 	srv := httptest.NewServer(httpapi.New(api))
 	t.Cleanup(srv.Close)
 	return &cliStack{url: srv.URL, key: key, bin: buildGB(t), pool: pool}

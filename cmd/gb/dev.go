@@ -27,7 +27,7 @@ import (
 type stack struct {
 	pool     *pgxpool.Pool
 	listener *messenger.Listener
-	agent    *jobs.Agent
+	agent    *jobs.Service
 	api      http.Handler
 	logger   *slog.Logger
 	tel      *telemetry.Telemetry // OpenTelemetry from the OTEL_* variables; off when unset
@@ -117,7 +117,7 @@ func startStack(ctx context.Context, logger *slog.Logger, messages string) (*sta
 		return nil, err
 	}
 	return &stack{pool: pool, listener: listener, agent: agent, logger: logger, tel: tel,
-		api: httpapi.New(httpapi.Deps{Agent: agent, Logger: logger, Notifier: listener, Tracer: tel.Tracer, Meter: tel.Meter})}, nil
+		api: httpapi.New(httpapi.Deps{Service: agent, Logger: logger, Notifier: listener, Tracer: tel.Tracer, Meter: tel.Meter})}, nil
 }
 
 // openWorkingPool opens the pool of a process that works step jobs (gb

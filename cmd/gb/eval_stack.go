@@ -81,7 +81,7 @@ func parseSettings(set map[string]string, pairs []string, file string) error {
 // its own model and settings.
 type evalStack struct {
 	cfg    *evalConfig
-	agent  *jobs.Agent
+	agent  *jobs.Service
 	client *apiClient
 	web    bool
 	stop   func()
@@ -129,7 +129,7 @@ func startEvalStack(ctx context.Context, pool *pgxpool.Pool, listener *messenger
 		_ = agent.Stop(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("error listening: %w", err)
 	}
-	srv := httpapi.NewServer(httpapi.New(httpapi.Deps{Agent: agent, Logger: logger, Notifier: listener}))
+	srv := httpapi.NewServer(httpapi.New(httpapi.Deps{Service: agent, Logger: logger, Notifier: listener}))
 	go func() { _ = srv.Serve(ln) }()
 	s := &evalStack{cfg: c, agent: agent, web: searcher != nil,
 		client: &apiClient{base: "http://" + ln.Addr().String(), http: &http.Client{Timeout: clientTimeout}}}

@@ -67,7 +67,7 @@ func (w *cutWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // cut after two events), "501" is a deployment that cannot stream, "404"
 // a server that has no such route, "429" a user with the most streams
 // open.
-func followStack(t *testing.T, stream string) (*apiClient, *requestLog, *jobs.Agent) {
+func followStack(t *testing.T, stream string) (*apiClient, *requestLog, *jobs.Service) {
 	t.Helper()
 	ctx := context.Background()
 	pool, err := db.Open(ctx, db.PoolConfig{URL: dbtest.NewURL(t), MaxConns: 10})
@@ -97,7 +97,7 @@ func followStack(t *testing.T, stream string) (*apiClient, *requestLog, *jobs.Ag
 		defer cancel()
 		_ = agent.Stop(sctx)
 	})
-	d := httpapi.Deps{Agent: agent, Notifier: listener, StreamHeartbeat: 200 * time.Millisecond}
+	d := httpapi.Deps{Service: agent, Notifier: listener, StreamHeartbeat: 200 * time.Millisecond}
 	if stream == "501" {
 		d.NoStream = "this deployment's gateway buffers answers"
 	}

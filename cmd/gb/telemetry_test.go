@@ -194,7 +194,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httptest.NewServer(httpapi.New(httpapi.Deps{Agent: agent, Tracer: apiTel.Tracer}))
+	api := httptest.NewServer(httpapi.New(httpapi.Deps{Service: agent, Tracer: apiTel.Tracer}))
 	t.Cleanup(api.Close)
 
 	const traceID, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"

@@ -53,7 +53,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	deps := httpapi.Deps{Agent: agent, Logger: rt.Logger, Kick: rt.Kick(), Tracer: tel.Tracer, Meter: tel.Meter}
+	deps := httpapi.Deps{Service: agent, Logger: rt.Logger, Kick: rt.Kick(), Tracer: tel.Tracer, Meter: tel.Meter}
 	streamed := httpapi.New(deps)
 	deps.NoStream = noStream
 	buffered := httpapi.New(deps)

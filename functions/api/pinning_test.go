@@ -84,7 +84,7 @@ func TestCreateCallsNoSequenceFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Deps{Agent: agent})
+	api := httpapi.New(httpapi.Deps{Service: agent})
 
 	for _, key := range []string{"", "create-once-1"} {
 		log.reset()

@@ -278,7 +278,7 @@ func TestTemplateMetricFilterMatchesTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	w, err := work.New(work.Deps{Agent: agent, Pool: pool, Logger: gbaws.NewLogger(&logs, "JSON", slog.LevelInfo),
+	w, err := work.New(work.Deps{Service: agent, Pool: pool, Logger: gbaws.NewLogger(&logs, "JSON", slog.LevelInfo),
 		Config: work.Config{StepTimeout: 10 * time.Second}})
 	if err != nil {
 		t.Fatal(err)

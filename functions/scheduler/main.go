@@ -33,7 +33,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	h := &schedule.Handler{Agent: agent, Logger: rt.Logger}
+	h := &schedule.Handler{Service: agent, Logger: rt.Logger}
 	flushFailed := func(err error) { rt.Logger.Warn("could not flush telemetry", "err", err) }
 	// The raw payload goes to the handler as it came: an event that is
 	// empty or not JSON is refused there, not failed (and retried) by the

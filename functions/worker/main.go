@@ -98,7 +98,7 @@ func newWorker(rt *gbaws.Runtime, tel *telemetry.Telemetry) (*work.Worker, error
 	if err != nil {
 		return nil, err
 	}
-	return work.New(work.Deps{Agent: agent, Pool: rt.Pool, Logger: rt.Logger, Kick: rt.Kick(),
+	return work.New(work.Deps{Service: agent, Pool: rt.Pool, Logger: rt.Logger, Kick: rt.Kick(),
 		Listener: listener, Config: work.Config{StepTimeout: cfg.StepTimeout}})
 }
 

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { lambdatest.Main(m) }
 type workerDB struct {
 	url   string
 	pool  *pgxpool.Pool
-	agent *jobs.Agent
+	agent *jobs.Service
 	seed  lambdatest.Seeded
 }
 

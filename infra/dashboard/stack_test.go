@@ -33,7 +33,7 @@ import (
 // messenger.
 type stack struct {
 	pool   *pgxpool.Pool
-	agent  *jobs.Agent
+	agent  *jobs.Service
 	srv    *httptest.Server
 	key    string
 	userID int64
@@ -138,7 +138,7 @@ func startStack(t *testing.T, modelDelay time.Duration, ignoreWait bool) *stack 
 		t.Fatal(err)
 	}
 	st := &stack{pool: pool, agent: agent, key: key, userID: uid, ignoreWait: ignoreWait, longPollsOf: map[string]int{}, gate: gate}
-	api := httpapi.New(httpapi.Deps{Agent: agent, Logger: logger})
+	api := httpapi.New(httpapi.Deps{Service: agent, Logger: logger})
 	st.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/e2e/release" && r.Method == http.MethodPost {
 			gate.release()

@@ -19,7 +19,7 @@ func (a *api) answer(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, answerFields) {
 		return
 	}
-	run, err := a.Agent.Answer(r.Context(), userID(r), id, req.Text)
+	run, err := a.Service.Answer(r.Context(), userID(r), id, req.Text)
 	if err != nil {
 		a.fail(w, r, err)
 		return

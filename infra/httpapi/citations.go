@@ -15,7 +15,7 @@ func (a *api) citations(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out, err := jobs.CitationsOf(r.Context(), a.Agent.Pool(), run)
+	out, err := jobs.CitationsOf(r.Context(), a.Service.Pool(), run)
 	if err != nil {
 		a.fail(w, r, err)
 		return

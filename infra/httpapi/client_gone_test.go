@@ -20,7 +20,7 @@ func TestClientGoneIsNoServerError(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	exp := tracetest.NewInMemoryExporter()
-	h := httpapi.New(httpapi.Deps{Agent: b.agent, Tracer: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
+	h := httpapi.New(httpapi.Deps{Service: b.agent, Tracer: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	req := httptest.NewRequest(http.MethodGet, "/v1/gb/research/1/events?wait=20", nil).WithContext(ctx)

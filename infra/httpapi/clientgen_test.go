@@ -53,7 +53,7 @@ func TestGeneratedClientDrivesAResearch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent})))
+	api := httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Service: agent})))
 	t.Cleanup(api.Close)
 
 	dir := clientgenDir(t, api.URL)

@@ -30,7 +30,7 @@ import (
 //
 //	go test -run XXX -fuzz FuzzRequests -fuzztime 20s ./infra/httpapi/
 func FuzzRequests(f *testing.F) {
-	h := New(Deps{Agent: unreachableAgent(f), Logger: slog.New(slog.DiscardHandler)})
+	h := New(Deps{Service: unreachableAgent(f), Logger: slog.New(slog.DiscardHandler)})
 	f.Fuzz(func(t *testing.T, method, target, auth string, body []byte) {
 		checkHandler(t, h, method, target, auth, body)
 		var create createRequest
@@ -48,7 +48,7 @@ func FuzzRequests(f *testing.F) {
 
 // unreachableAgent is an agent whose pool connects to a port nobody
 // listens on (pgxpool connects lazily).
-func unreachableAgent(f *testing.F) *jobs.Agent {
+func unreachableAgent(f *testing.F) *jobs.Service {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		f.Fatal(err)

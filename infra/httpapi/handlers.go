@@ -57,7 +57,7 @@ func (a *api) create(w http.ResponseWriter, r *http.Request) {
 	if answered {
 		return
 	}
-	run, created, err := a.Agent.StartResearch(r.Context(), p)
+	run, created, err := a.Service.StartResearch(r.Context(), p)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -155,7 +155,7 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Limit = n
 	}
-	runs, next, err := jobs.List(r.Context(), a.Agent.Pool(), p)
+	runs, next, err := jobs.List(r.Context(), a.Service.Pool(), p)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -178,7 +178,7 @@ func (a *api) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := jobs.Details(r.Context(), a.Agent.Pool(), userID(r), id)
+	d, err := jobs.Details(r.Context(), a.Service.Pool(), userID(r), id)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -191,7 +191,7 @@ func (a *api) delete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := a.Agent.Delete(r.Context(), userID(r), id); err != nil {
+	if err := a.Service.Delete(r.Context(), userID(r), id); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -203,7 +203,7 @@ func (a *api) cancel(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	run, err := a.Agent.Cancel(r.Context(), userID(r), id)
+	run, err := a.Service.Cancel(r.Context(), userID(r), id)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -216,12 +216,12 @@ func (a *api) tree(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	runs, err := jobs.Subtree(r.Context(), a.Agent.Pool(), run.ID)
+	runs, err := jobs.Subtree(r.Context(), a.Service.Pool(), run.ID)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	totals, err := jobs.TreeTotals(r.Context(), a.Agent.Pool(), runs)
+	totals, err := jobs.TreeTotals(r.Context(), a.Service.Pool(), runs)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -253,7 +253,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	evs, err := jobs.WaitEvents(r.Context(), a.Agent.Pool(), jobs.EventWait{RootID: run.RootID, After: after,
+	evs, err := jobs.WaitEvents(r.Context(), a.Service.Pool(), jobs.EventWait{RootID: run.RootID, After: after,
 		Limit: 500, Wait: time.Duration(wait) * time.Second, Notifier: a.Notifier, Fallback: a.EventFallback})
 	if err != nil {
 		a.fail(w, r, err)
@@ -289,7 +289,7 @@ func (a *api) messages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	msgs, err := a.Agent.Transcript(r.Context(), run.RootID)
+	msgs, err := a.Service.Transcript(r.Context(), run.RootID)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -307,12 +307,12 @@ func (a *api) notes(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	notes, err := kb.Notes(r.Context(), a.Agent.Pool(), run.RootID)
+	notes, err := kb.Notes(r.Context(), a.Service.Pool(), run.RootID)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	from, err := kb.NotesFrom(r.Context(), a.Agent.Pool(), run.RootID)
+	from, err := kb.NotesFrom(r.Context(), a.Service.Pool(), run.RootID)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -334,7 +334,7 @@ func (a *api) sendMessage(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, messageFields) {
 		return
 	}
-	if err := a.Agent.SendFromUser(r.Context(), run, req.Text); err != nil {
+	if err := a.Service.SendFromUser(r.Context(), run, req.Text); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -347,7 +347,7 @@ func (a *api) ownedRun(w http.ResponseWriter, r *http.Request) (*jobs.Run, bool)
 	if !ok {
 		return nil, false
 	}
-	run, err := jobs.GetForUser(r.Context(), a.Agent.Pool(), userID(r), id)
+	run, err := jobs.GetForUser(r.Context(), a.Service.Pool(), userID(r), id)
 	if err != nil {
 		a.fail(w, r, err)
 		return nil, false

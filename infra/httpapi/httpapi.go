@@ -77,8 +77,8 @@ var PublicRoutes = []Route{
 
 // Deps are what the API is built from.
 type Deps struct {
-	// Agent starts, reads and ends the runs. Required.
-	Agent *jobs.Agent
+	// Service starts, reads and ends the runs. Required.
+	Service *jobs.Service
 	// Logger gets a line per failed request; nil means slog.Default().
 	Logger *slog.Logger
 	// Kick, when set, is called after a research is inserted, to wake a
@@ -184,7 +184,7 @@ func (a *api) auth(next http.HandlerFunc) http.Handler {
 			writeError(w, http.StatusUnauthorized, "unauthorized", "", "missing Authorization: Bearer <key> header")
 			return
 		}
-		uid, err := jobs.Authenticate(r.Context(), a.Agent.Pool(), key)
+		uid, err := jobs.Authenticate(r.Context(), a.Service.Pool(), key)
 		if errors.Is(err, jobs.ErrBadKey) {
 			writeError(w, http.StatusUnauthorized, "unauthorized", "", keyRefusal(err))
 			return

@@ -25,7 +25,7 @@ import (
 
 type testBundle struct {
 	srv        *httptest.Server
-	agent      *jobs.Agent
+	agent      *jobs.Service
 	alice, bob string
 	// wakes is the API's Notifier (nil behind setupBehindProxy).
 	wakes *wakeCounter
@@ -117,7 +117,7 @@ func setupModel(t testing.TB, model llm.Model) *testBundle {
 	}
 	t.Cleanup(func() { _ = listener.Stop(context.Background()) })
 	b.wakes = &wakeCounter{Notifier: listener}
-	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent, Notifier: b.wakes,
+	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Service: agent, Notifier: b.wakes,
 		EventFallback: eventFallback})))
 	t.Cleanup(b.srv.Close)
 	return b

@@ -69,7 +69,7 @@ func (a *api) claimIdempotencyKey(w http.ResponseWriter, r *http.Request, req cr
 		return nil, true
 	}
 	sum := sha256.Sum256(canonical)
-	c, err = loadClaim(r.Context(), a.Agent.Pool(), p.UserID, key, hex.EncodeToString(sum[:]))
+	c, err = loadClaim(r.Context(), a.Service.Pool(), p.UserID, key, hex.EncodeToString(sum[:]))
 	if err != nil {
 		a.fail(w, r, err)
 		return nil, true
@@ -149,7 +149,7 @@ func (a *api) store(ctx context.Context, c *claim, status int, location string, 
 	if c == nil {
 		return body
 	}
-	if _, err := a.Agent.Pool().Exec(context.WithoutCancel(ctx), `UPDATE gb_idempotency_keys
+	if _, err := a.Service.Pool().Exec(context.WithoutCancel(ctx), `UPDATE gb_idempotency_keys
 		SET status = $2, location = $3, body = $4 WHERE id = $1 AND status IS NULL`, c.id, status, location, body); err != nil {
 		a.Logger.WarnContext(ctx, "could not store the answer of an idempotency key", "claim", c.id, "err", err)
 	}
@@ -163,7 +163,7 @@ func (a *api) answerRepeat(w http.ResponseWriter, r *http.Request, c *claim, run
 	deadline := time.Now().Add(replayWait)
 	for {
 		var status *int
-		err := a.Agent.Pool().QueryRow(r.Context(), `SELECT status, location, body FROM gb_idempotency_keys WHERE id = $1`, c.id).
+		err := a.Service.Pool().QueryRow(r.Context(), `SELECT status, location, body FROM gb_idempotency_keys WHERE id = $1`, c.id).
 			Scan(&status, &c.location, &c.body)
 		if err == nil && status != nil {
 			c.status = *status

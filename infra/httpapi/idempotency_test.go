@@ -40,7 +40,7 @@ func newIdemAPI(t *testing.T) *idemAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &idemAPI{h: httpapi.New(httpapi.Deps{Agent: agent}), pool: pool}
+	return &idemAPI{h: httpapi.New(httpapi.Deps{Service: agent}), pool: pool}
 }
 
 func (a *idemAPI) key(t *testing.T, user string) string {

@@ -49,7 +49,7 @@ func (req keyRequest) options() (jobs.KeyOptions, error) {
 // listKeys answers the caller's keys, newest first, revoked and expired
 // ones included.
 func (a *api) listKeys(w http.ResponseWriter, r *http.Request) {
-	keys, err := jobs.ListKeys(r.Context(), a.Agent.Pool(), userID(r))
+	keys, err := jobs.ListKeys(r.Context(), a.Service.Pool(), userID(r))
 	if err != nil {
 		a.failKey(w, r, err)
 		return
@@ -79,7 +79,7 @@ func (a *api) createKey(w http.ResponseWriter, r *http.Request) {
 		a.failKey(w, r, err)
 		return
 	}
-	k, err := jobs.IssueKey(r.Context(), a.Agent.Pool(), userID(r), o)
+	k, err := jobs.IssueKey(r.Context(), a.Service.Pool(), userID(r), o)
 	if err != nil {
 		a.failKey(w, r, err)
 		return
@@ -96,7 +96,7 @@ func (a *api) revokeKey(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "", "no API key with id "+strconv.Quote(r.PathValue("id")))
 		return
 	}
-	k, err := jobs.RevokeKey(r.Context(), a.Agent.Pool(), userID(r), id)
+	k, err := jobs.RevokeKey(r.Context(), a.Service.Pool(), userID(r), id)
 	if err != nil {
 		a.failKey(w, r, err)
 		return

@@ -64,7 +64,7 @@ func TestAResearchWaitingForItsProviderSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent})))
+	srv := httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Service: agent})))
 	t.Cleanup(srv.Close)
 	get := func(path string, out any) {
 		t.Helper()

@@ -28,7 +28,7 @@ func (a *api) decidePlan(w http.ResponseWriter, r *http.Request) {
 	if req.Note != nil {
 		d.Note = *req.Note
 	}
-	run, err := a.Agent.DecidePlan(r.Context(), userID(r), id, d)
+	run, err := a.Service.DecidePlan(r.Context(), userID(r), id, d)
 	if err != nil {
 		a.fail(w, r, err)
 		return

@@ -31,7 +31,7 @@ type schemaVersions struct {
 func (a *api) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), a.DBTimeout)
 	defer cancel()
-	pool := a.Agent.Pool()
+	pool := a.Service.Pool()
 	if err := pool.Ping(ctx); err != nil {
 		a.notReady(w, readiness{Reason: fmt.Sprintf("the database does not answer: %v", err)})
 		return

@@ -40,7 +40,7 @@ func TestReadyzChecksTheDatabaseAndItsSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.New(httpapi.Deps{Agent: agent, DBTimeout: 2 * time.Second})
+	h := httpapi.New(httpapi.Deps{Service: agent, DBTimeout: 2 * time.Second})
 	code, body := readyz(t, h)
 	schema, _ := body["schema"].(map[string]any)
 	if code != http.StatusOK || body["status"] != "ready" || schema["current"] != schema["needed"] || schema["needed"].(float64) < 25 {
@@ -66,7 +66,7 @@ func TestReadyzChecksTheDatabaseAndItsSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	down.Close()
-	dh := httpapi.New(httpapi.Deps{Agent: downAgent, DBTimeout: 2 * time.Second})
+	dh := httpapi.New(httpapi.Deps{Service: downAgent, DBTimeout: 2 * time.Second})
 	code, body = readyz(t, dh)
 	if code != http.StatusServiceUnavailable || !strings.Contains(body["reason"].(string), "database does not answer") {
 		t.Fatalf("/readyz with the database closed: %d %v", code, body)

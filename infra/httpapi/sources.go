@@ -23,7 +23,7 @@ func (a *api) sources(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	list, err := jobs.Sources(r.Context(), a.Agent.Pool(), run, tree)
+	list, err := jobs.Sources(r.Context(), a.Service.Pool(), run, tree)
 	if err != nil {
 		a.fail(w, r, err)
 		return

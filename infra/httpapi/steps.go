@@ -40,7 +40,7 @@ func (a *api) steps(w http.ResponseWriter, r *http.Request) {
 	if q.Step != 0 && q.Agent == 0 {
 		q.Agent = run.ID
 	}
-	page, err := jobs.Steps(r.Context(), a.Agent.Pool(), q)
+	page, err := jobs.Steps(r.Context(), a.Service.Pool(), q)
 	if errors.Is(err, jobs.ErrNoSuchAgent) {
 		writeError(w, http.StatusNotFound, "not_found", "run", fmt.Sprintf("no agent %d in research %d", q.Agent, run.ID))
 		return
@@ -79,11 +79,11 @@ type fullStep struct {
 // conversation, from its run as it is now: nothing is written per step to
 // show it.
 func (a *api) stepRequest(r *http.Request, s jobs.Step) (*jobs.StepRequest, error) {
-	run, err := jobs.GetRun(r.Context(), a.Agent.Pool(), s.RunID)
+	run, err := jobs.GetRun(r.Context(), a.Service.Pool(), s.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("error reading run %d of step %d: %w", s.RunID, s.Step, err)
 	}
-	return a.Agent.RebuildRequest(run, s.Step)
+	return a.Service.RebuildRequest(run, s.Step)
 }
 
 // stepQuery parses the query of the steps route; a bad parameter answers

@@ -130,7 +130,7 @@ func (a *api) pump(ctx context.Context, s *sse, st *streamState) {
 			return // the client reconnects with Last-Event-ID
 		}
 		evs, err := dbCall(ctx, wait+a.DBTimeout, func(ctx context.Context) ([]jobs.Event, error) {
-			return jobs.WaitEvents(ctx, a.Agent.Pool(), jobs.EventWait{RootID: st.root, After: st.after,
+			return jobs.WaitEvents(ctx, a.Service.Pool(), jobs.EventWait{RootID: st.root, After: st.after,
 				Limit: streamPage, Wait: wait, Notifier: a.Notifier, Fallback: a.EventFallback})
 		})
 		if errors.Is(err, jobs.ErrNotFound) {
@@ -175,7 +175,7 @@ func (a *api) pump(ctx context.Context, s *sse, st *streamState) {
 func (a *api) finish(ctx context.Context, s *sse, st *streamState, status string) {
 	for {
 		evs, err := dbCall(ctx, a.DBTimeout, func(ctx context.Context) ([]jobs.Event, error) {
-			return jobs.Events(ctx, a.Agent.Pool(), st.root, st.after, streamPage)
+			return jobs.Events(ctx, a.Service.Pool(), st.root, st.after, streamPage)
 		})
 		if err != nil {
 			a.streamFailed(ctx, s, st, err)
@@ -255,7 +255,7 @@ func (a *api) seqOfNumber(ctx context.Context, root, n int64) (int64, error) {
 	}
 	return dbCall(ctx, a.DBTimeout, func(ctx context.Context) (int64, error) {
 		var seq int64
-		err := a.Agent.Pool().QueryRow(ctx, `SELECT coalesce(
+		err := a.Service.Pool().QueryRow(ctx, `SELECT coalesce(
 				(SELECT seq FROM gb_agent_research_events WHERE root_id = $1 ORDER BY seq OFFSET $2 LIMIT 1),
 				(SELECT max(seq) FROM gb_agent_research_events WHERE root_id = $1), 0)`,
 			root, n-1).Scan(&seq)
@@ -274,7 +274,7 @@ func (a *api) treeEnded(ctx context.Context, root int64) (string, bool, error) {
 		ended  bool
 	)
 	_, err := dbCall(ctx, a.DBTimeout, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, a.Agent.Pool().QueryRow(ctx, `SELECT r.status, NOT EXISTS (
+		return struct{}{}, a.Service.Pool().QueryRow(ctx, `SELECT r.status, NOT EXISTS (
 				SELECT FROM gb_agent_research_runs w WHERE w.root_id = r.id AND NOT w.status = ANY($2))
 			FROM gb_agent_research_runs r WHERE r.id = $1`,
 			root, []string{jobs.StatusSucceeded, jobs.StatusFailed, jobs.StatusTimedOut}).Scan(&status, &ended)
@@ -296,7 +296,7 @@ func (a *api) streamLease() time.Duration { return max(3*a.StreamHeartbeat, minS
 // this one. It returns the row's id.
 func (a *api) openStream(ctx context.Context, uid, root int64) (string, error) {
 	var id string
-	err := pgx.BeginFunc(ctx, a.Agent.Pool(), func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, a.Service.Pool(), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT FROM gb_users WHERE id = $1 FOR UPDATE`, uid); err != nil {
 			return fmt.Errorf("error locking user %d: %w", uid, err)
 		}
@@ -320,7 +320,7 @@ func (a *api) openStream(ctx context.Context, uid, root int64) (string, error) {
 // renewStream keeps the stream's row counting for another lease.
 func (a *api) renewStream(ctx context.Context, id string) error {
 	_, err := dbCall(ctx, a.DBTimeout, func(ctx context.Context) (struct{}, error) {
-		_, err := a.Agent.Pool().Exec(ctx, `UPDATE gb_event_streams SET open_until = now() + $2 * interval '1 microsecond'
+		_, err := a.Service.Pool().Exec(ctx, `UPDATE gb_event_streams SET open_until = now() + $2 * interval '1 microsecond'
 			WHERE id = $1`, id, a.streamLease().Microseconds())
 		return struct{}{}, err
 	})
@@ -335,7 +335,7 @@ func (a *api) renewStream(ctx context.Context, id string) error {
 func (a *api) closeStream(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.DBTimeout)
 	defer cancel()
-	if _, err := a.Agent.Pool().Exec(ctx, `DELETE FROM gb_event_streams WHERE id = $1`, id); err != nil {
+	if _, err := a.Service.Pool().Exec(ctx, `DELETE FROM gb_event_streams WHERE id = $1`, id); err != nil {
 		a.Logger.WarnContext(ctx, "could not close an event stream; its row lapses by itself", "id", id, "err", err)
 	}
 }

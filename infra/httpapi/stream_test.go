@@ -101,7 +101,7 @@ func (c *sseClient) next() (sseFrame, error) {
 func streamBundle(t *testing.T, d httpapi.Deps) (*testBundle, string) {
 	t.Helper()
 	b := setup(t)
-	d.Agent, d.Notifier = b.agent, b.wakes
+	d.Service, d.Notifier = b.agent, b.wakes
 	d.EventFallback = cmpOr(d.EventFallback, 500*time.Millisecond)
 	d.StreamHeartbeat = cmpOr(d.StreamHeartbeat, 150*time.Millisecond)
 	srv := httptest.NewServer(validated(t, httpapi.New(d)))
@@ -344,7 +344,7 @@ func TestEventStreamIsBoundedPerUser(t *testing.T) {
 func TestEventStreamOutlivesTheWriteTimeout(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	srv := httptest.NewUnstartedServer(httpapi.New(httpapi.Deps{Agent: b.agent, Notifier: b.wakes,
+	srv := httptest.NewUnstartedServer(httpapi.New(httpapi.Deps{Service: b.agent, Notifier: b.wakes,
 		StreamHeartbeat: 100 * time.Millisecond}))
 	srv.Config.WriteTimeout = 500 * time.Millisecond
 	srv.Start()
@@ -393,7 +393,7 @@ func TestEventStreamIsTheOwners(t *testing.T) {
 		t.Errorf("a run that does not exist: %d", code)
 	}
 
-	srv := httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: b.agent, NoStream: "this gateway buffers answers"})))
+	srv := httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Service: b.agent, NoStream: "this gateway buffers answers"})))
 	t.Cleanup(srv.Close)
 	if c, code, body := openStream(t, srv.URL, b.alice, id, "", ""); c != nil || code != http.StatusNotImplemented ||
 		!strings.Contains(body, "this gateway buffers answers") {

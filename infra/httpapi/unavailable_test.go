@@ -191,7 +191,7 @@ func setupBehindProxy(t *testing.T, timeout time.Duration) *downBundle {
 	}
 	b := &testBundle{agent: agent, alice: key}
 	log := &unavailableLog{}
-	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: agent, DBTimeout: timeout, Logger: slog.New(log)})))
+	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Service: agent, DBTimeout: timeout, Logger: slog.New(log)})))
 	t.Cleanup(b.srv.Close)
 	return &downBundle{testBundle: b, proxy: p, url: dbURL, log: log}
 }

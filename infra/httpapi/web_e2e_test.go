@@ -113,7 +113,7 @@ func TestOfflineResearchOfTheLocalWeb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httptest.NewServer(httpapi.New(httpapi.Deps{Agent: agent}))
+	api := httptest.NewServer(httpapi.New(httpapi.Deps{Service: agent}))
 	t.Cleanup(api.Close)
 	call := func(method, path, body string, out any) int {
 		t.Helper()

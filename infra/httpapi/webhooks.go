@@ -34,7 +34,7 @@ func (a *api) webhookHandlers() map[Route]http.HandlerFunc {
 
 // getWebhooks answers the caller's webhook settings.
 func (a *api) getWebhooks(w http.ResponseWriter, r *http.Request) {
-	s, err := jobs.GetWebhookSettings(r.Context(), a.Agent.Pool(), userID(r))
+	s, err := jobs.GetWebhookSettings(r.Context(), a.Service.Pool(), userID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -65,7 +65,7 @@ func (a *api) putWebhooks(w http.ResponseWriter, r *http.Request) {
 	if req.URL != nil {
 		url = *req.URL
 	}
-	s, err := a.Agent.SetWebhookURL(r.Context(), userID(r), url)
+	s, err := a.Service.SetWebhookURL(r.Context(), userID(r), url)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -76,7 +76,7 @@ func (a *api) putWebhooks(w http.ResponseWriter, r *http.Request) {
 // getWebhookSecret answers the caller's signing secret, made on its first
 // use.
 func (a *api) getWebhookSecret(w http.ResponseWriter, r *http.Request) {
-	s, err := jobs.GetWebhookSecret(r.Context(), a.Agent.Pool(), userID(r))
+	s, err := jobs.GetWebhookSecret(r.Context(), a.Service.Pool(), userID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -88,7 +88,7 @@ func (a *api) getWebhookSecret(w http.ResponseWriter, r *http.Request) {
 // rotateWebhookSecret replaces the caller's signing secret and answers the
 // new one, which signs every delivery from now on.
 func (a *api) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
-	s, err := jobs.RotateWebhookSecret(r.Context(), a.Agent.Pool(), userID(r))
+	s, err := jobs.RotateWebhookSecret(r.Context(), a.Service.Pool(), userID(r))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -104,7 +104,7 @@ func (a *api) researchWebhooks(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ds, err := jobs.WebhookDeliveries(r.Context(), a.Agent.Pool(), userID(r), id)
+	ds, err := jobs.WebhookDeliveries(r.Context(), a.Service.Pool(), userID(r), id)
 	if err != nil {
 		a.fail(w, r, err)
 		return

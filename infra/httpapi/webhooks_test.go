@@ -85,7 +85,7 @@ func setupWebhooks(t *testing.T) *webhookBundle {
 			t.Fatal(err)
 		}
 	}
-	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Agent: b.agent})))
+	b.srv = httptest.NewServer(validated(t, httpapi.New(httpapi.Deps{Service: b.agent})))
 	t.Cleanup(b.srv.Close)
 	return b
 }

@@ -28,7 +28,7 @@ func AgentConfig(queue string, maxWorkers int) jobs.Config {
 
 // StartAgent builds a working agent of model on pool and starts it.
 func StartAgent(ctx context.Context, pool *pgxpool.Pool, model llm.Model, obs jobs.Observer, cfg jobs.Config,
-	logger *slog.Logger) (*jobs.Agent, error) {
+	logger *slog.Logger) (*jobs.Service, error) {
 	a, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Work: true, Observer: obs, Logger: logger, Config: cfg})
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func StartAgent(ctx context.Context, pool *pgxpool.Pool, model llm.Model, obs jo
 }
 
 // StopAgent stops an agent, its running steps cancelled after 10 s.
-func StopAgent(a *jobs.Agent) error {
+func StopAgent(a *jobs.Service) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return a.Stop(ctx)
@@ -71,7 +71,7 @@ type Batch struct {
 }
 
 // StartRuns forgets what times recorded and starts the runs of p.
-func StartRuns(ctx context.Context, a *jobs.Agent, times *StepTimes, p RunsParams) (*Batch, error) {
+func StartRuns(ctx context.Context, a *jobs.Service, times *StepTimes, p RunsParams) (*Batch, error) {
 	if len(p.Users) == 0 {
 		return nil, errors.New("no users to start runs")
 	}
@@ -124,7 +124,7 @@ func (b *Batch) Finish(ctx context.Context, pool *pgxpool.Pool, times *StepTimes
 
 // AgentRuns starts the runs of p, waits for all their steps and returns
 // their timings.
-func AgentRuns(ctx context.Context, a *jobs.Agent, times *StepTimes, p RunsParams) (ChainStats, error) {
+func AgentRuns(ctx context.Context, a *jobs.Service, times *StepTimes, p RunsParams) (ChainStats, error) {
 	b, err := StartRuns(ctx, a, times, p)
 	if err != nil {
 		return ChainStats{}, err
@@ -185,7 +185,7 @@ type Tree struct {
 
 // StartTrees starts the roots of p and returns those it started, with the
 // errors of those it could not.
-func StartTrees(ctx context.Context, a *jobs.Agent, p TreesParams) ([]Tree, []error) {
+func StartTrees(ctx context.Context, a *jobs.Service, p TreesParams) ([]Tree, []error) {
 	var (
 		mu    sync.Mutex
 		trees []Tree

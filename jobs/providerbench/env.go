@@ -91,8 +91,8 @@ type Env struct {
 	Fake     *openaifake.Server
 	Converse *conversefake.Server
 	Pages    *pages
-	Starter  *jobs.Agent // inserts the researches; works none
-	Agents   []*jobs.Agent
+	Starter  *jobs.Service // inserts the researches; works none
+	Agents   []*jobs.Service
 	UserID   int64
 	Dataset  string
 	Model    string

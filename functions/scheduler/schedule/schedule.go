@@ -94,8 +94,8 @@ func (in Input) Key() string { return in.User + "/" + in.Schedule + "@" + in.Sch
 
 // Handler starts scheduled researches.
 type Handler struct {
-	// Agent inserts the researches; an insert-only one will do.
-	Agent *jobs.Agent
+	// Service inserts the researches; an insert-only one will do.
+	Service *jobs.Service
 	// Logger gets a line per event; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -150,7 +150,7 @@ func (h *Handler) start(ctx context.Context, raw json.RawMessage) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	userID, err := jobs.UserID(ctx, h.Agent.Pool(), in.User)
+	userID, err := jobs.UserID(ctx, h.Service.Pool(), in.User)
 	if err != nil {
 		// jobs.UserID wraps the driver's error when the query failed and
 		// wraps nothing when there is no such user.
@@ -164,7 +164,7 @@ func (h *Handler) start(ctx context.Context, raw json.RawMessage) (Result, error
 	if in.MaxSteps != nil {
 		p.MaxSteps = *in.MaxSteps
 	}
-	run, created, err := h.Agent.StartResearch(ctx, p)
+	run, created, err := h.Service.StartResearch(ctx, p)
 	var fe *jobs.FieldError
 	if errors.As(err, &fe) {
 		return Result{}, &InputError{Field: fe.Field, Msg: fe.Msg}

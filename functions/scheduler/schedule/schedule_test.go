@@ -134,7 +134,7 @@ func TestHandleIsIdempotentPerScheduledTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	h := &schedule.Handler{Agent: agent, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	h := &schedule.Handler{Service: agent, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 
 	first, err := h.Handle(ctx, []byte(good))
 	if err != nil || !first.Created || first.RunID == 0 {
@@ -193,7 +193,7 @@ func newHandler(t *testing.T, logs *bytes.Buffer) (*schedule.Handler, *pgxpool.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &schedule.Handler{Agent: agent, Logger: slog.New(slog.NewTextHandler(logs, nil))}, pool
+	return &schedule.Handler{Service: agent, Logger: slog.New(slog.NewTextHandler(logs, nil))}, pool
 }
 
 // TestHandleStartsOneResearchPerInstant: deliveries of one scheduled time
@@ -307,7 +307,7 @@ func TestHandleFailsWhenTheDatabaseIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	h := &schedule.Handler{Agent: agent, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	h := &schedule.Handler{Service: agent, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	res, err := h.Handle(context.Background(), []byte(good))
 	var ie *schedule.InputError
 	if err == nil || errors.As(err, &ie) || res.Invalid != nil {
@@ -333,7 +333,7 @@ func TestScheduledDollarBudgetOnAnUnpricedModelIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &schedule.Handler{Agent: agent, Logger: slog.New(slog.DiscardHandler)}
+	h := &schedule.Handler{Service: agent, Logger: slog.New(slog.DiscardHandler)}
 	in := strings.Replace(good, `"topic"`, `"max_cost_usd":0.002,"topic"`, 1)
 	res, err := h.Handle(ctx, []byte(in))
 	if err != nil || res.Invalid == nil || res.Invalid.Field != "max_cost_usd" ||

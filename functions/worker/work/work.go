@@ -75,8 +75,8 @@ type Service interface {
 
 // Deps are what a Worker is built from.
 type Deps struct {
-	// Agent must have been built with Work.
-	Agent *jobs.Agent
+	// Service must have been built with Work.
+	Service *jobs.Service
 	// Pool is the agent's pool, whose connections are closed at the end of
 	// each invocation.
 	Pool *pgxpool.Pool
@@ -122,7 +122,7 @@ type Worker struct {
 
 // New returns a Worker.
 func New(d Deps) (*Worker, error) {
-	if d.Agent == nil || d.Pool == nil {
+	if d.Service == nil || d.Pool == nil {
 		return nil, errors.New("work.New needs an agent and its pool")
 	}
 	d.Logger = cmp.Or(d.Logger, slog.Default()).With("component", "worker")
@@ -205,7 +205,7 @@ func (w *Worker) Handle(ctx context.Context, ev Event) (Result, error) {
 	stopFetching, cancelAt := w.d.Config.Deadlines(began, deadline)
 
 	mctx, cancel := context.WithDeadline(ctx, stopFetching)
-	m, err := w.d.Agent.Maintain(mctx, jobs.MaintainParams{})
+	m, err := w.d.Service.Maintain(mctx, jobs.MaintainParams{})
 	cancel()
 	if err != nil {
 		log.WarnContext(ctx, "queue maintenance failed; the next invocation will try again", "err", err)
@@ -221,7 +221,7 @@ func (w *Worker) Handle(ctx context.Context, ev Event) (Result, error) {
 		}
 	}
 
-	res.Drain, err = w.d.Agent.Drain(ctx, jobs.DrainParams{
+	res.Drain, err = w.d.Service.Drain(ctx, jobs.DrainParams{
 		StopFetchingAt: stopFetching,
 		CancelAt:       cancelAt,
 		OnBacklog:      w.d.Kick,

@@ -43,7 +43,7 @@ func TestDeadlines(t *testing.T) {
 // fakeListener records its calls and checks that River is stopped when it
 // is asked to stop.
 type fakeListener struct {
-	agent    *jobs.Agent
+	agent    *jobs.Service
 	startErr error
 	mu       sync.Mutex
 	calls    []string
@@ -74,7 +74,7 @@ const testStepTimeout = 10 * time.Second
 
 // newWorker returns a worker on a fresh database whose connections are
 // named gb-work-test, and a pool of its own on that database to check it.
-func newWorker(t *testing.T, l *fakeListener) (*work.Worker, *jobs.Agent, *pgxpool.Pool, lambdatest.Seeded) {
+func newWorker(t *testing.T, l *fakeListener) (*work.Worker, *jobs.Service, *pgxpool.Pool, lambdatest.Seeded) {
 	t.Helper()
 	url := dbtest.NewURL(t)
 	open := func(url string) *pgxpool.Pool {
@@ -92,7 +92,7 @@ func newWorker(t *testing.T, l *fakeListener) (*work.Worker, *jobs.Agent, *pgxpo
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := work.Deps{Agent: agent, Pool: pool, Config: work.Config{StepTimeout: testStepTimeout}}
+	d := work.Deps{Service: agent, Pool: pool, Config: work.Config{StepTimeout: testStepTimeout}}
 	if l != nil {
 		l.agent = agent
 		d.Listener = l

@@ -101,7 +101,7 @@ func TestReportsCiteWhatTheyAreAbout(t *testing.T) {
 // bench is an agent working on a database holding the godoc dataset.
 type bench struct {
 	pool   *pgxpool.Pool
-	agent  *jobs.Agent
+	agent  *jobs.Service
 	userID int64
 }
 
