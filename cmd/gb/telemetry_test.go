@@ -369,8 +369,28 @@ func checkTreeTrace(t *testing.T, recv *otlpReceiver, traceID, callerSpan string
 	if len(byName["chat"]) < total || tools["spawn_subagent"] != len(tree)-1 || tools["search"] == 0 || tools["wait_subagents"] == 0 {
 		t.Errorf("%d chat spans for %d steps; tool calls %v", len(byName["chat"]), total, tools)
 	}
-	t.Logf("trace %s: %d spans: %d API, %d runs, %d jobs, %d steps, %d model calls, tool calls %v", traceID, len(spans),
-		len(apiSpans), len(byName["invoke_agent"]), len(jobSpans), len(byName["step"]), len(byName["chat"]), tools)
+	// Every step's commit is a database span inside it, and every span lies
+	// within its parent's time: a collector shows no skew.
+	withDB := map[string]bool{}
+	dbSpans := 0
+	for _, s := range spans {
+		p, ok := byID[s.parentID()]
+		if s.attr("db.system.name") == "postgresql" {
+			dbSpans++
+			if ok && p.span.Name == "step" {
+				withDB[p.id()] = true
+			}
+		}
+		if ok && (s.span.StartTimeUnixNano < p.span.StartTimeUnixNano || s.span.EndTimeUnixNano > p.span.EndTimeUnixNano) {
+			t.Errorf("span %s (%d..%d) is not within its parent %s (%d..%d)", s.span.Name, s.span.StartTimeUnixNano,
+				s.span.EndTimeUnixNano, p.span.Name, p.span.StartTimeUnixNano, p.span.EndTimeUnixNano)
+		}
+	}
+	if len(withDB) != len(byName["step"]) {
+		t.Errorf("%d of %d step spans hold a database span (%d database spans in the trace)", len(withDB), len(byName["step"]), dbSpans)
+	}
+	t.Logf("trace %s: %d spans: %d API, %d runs, %d jobs, %d steps, %d model calls, %d database, tool calls %v", traceID, len(spans),
+		len(apiSpans), len(byName["invoke_agent"]), len(jobSpans), len(byName["step"]), len(byName["chat"]), dbSpans, tools)
 
 	// No span of the tree's runs went to another trace.
 	recv.mu.Lock()
