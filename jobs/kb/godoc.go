@@ -158,8 +158,11 @@ func (g *goDoc) examples(of string, exs []*doc.Example) {
 		if d := strings.TrimRight(string(g.pr.Text(g.p.Parser().Parse(ex.Doc))), "\n"); d != "" {
 			g.b.WriteString(d + "\n\n")
 		}
-		g.b.WriteString(exampleCode(g.fset, ex))
-		if ex.Output != "" {
+		code := exampleCode(g.fset, ex)
+		g.b.WriteString(code)
+		// The code keeps its "// Output:" comment; the output is given
+		// apart only when the comment was cut or is not there.
+		if ex.Output != "" && !strings.Contains(code, "// Output:") && !strings.Contains(code, "// Unordered output:") {
 			g.b.WriteString("\n\nOutput:\n\n" + strings.TrimRight(ex.Output, "\n"))
 		}
 	}

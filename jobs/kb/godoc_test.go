@@ -140,6 +140,11 @@ func TestGoDocsAreExtracted(t *testing.T) {
 	if sync.Title != "package sync" || !strings.Contains(sync.Body, "## type WaitGroup") || !strings.Contains(sync.Body, "## func (*WaitGroup) Wait") {
 		t.Fatalf("package sync not extracted: %.300q", sync.Body)
 	}
+	// An example's output is given once: by the "// Output:" comment its
+	// code keeps.
+	if n := strings.Count(sync.Body, "Computed once: 499500"); n != 1 {
+		t.Errorf("OnceValue's example output is given %d times, want once", n)
+	}
 	if want, _ := filepath.Abs(filepath.Join(build.Default.GOROOT, "src", "sync")); sync.Root != want {
 		t.Errorf("root %q, want %q", sync.Root, want)
 	}
