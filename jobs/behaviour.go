@@ -198,6 +198,9 @@ func (a *Service) currentBehaviour(set *prompts.Set, version string) (*behaviour
 // to, which the job's load read (outside a step, a bundle the process
 // does not hold is logged and the deploy's used).
 func (a *Service) pinOf(run *Run) *behaviour {
+	if run != nil && run.rebuild != nil {
+		return run.rebuild
+	}
 	if run == nil || run.Pinned == "" || run.Pinned == a.current.hash || a.config.Pin == PinLatest {
 		return a.current
 	}

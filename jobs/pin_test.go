@@ -207,6 +207,33 @@ func TestDeployMidResearch(t *testing.T) {
 				t.Fatalf("steps' versions\n got %v\nwant %v", got, w)
 			}
 
+			// The step inspector of a third deploy, which holds neither
+			// bundle, rebuilds each step as it was sent: with the bundle
+			// the step recorded, whatever the pin says.
+			third := prompts.Embedded()
+			third.Research = "A third deploy's prompt."
+			reader, err := jobs.New(jobs.Deps{Pool: pool, Model: model, Version: "gb-three", Prompts: third,
+				Types: analystTypes(t, "three"), Config: jobs.Config{Pin: mode}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent, sentTools := append(first.of("deadlines"), second.of("deadlines")...),
+				append(first.toolsOf("deadlines"), second.toolsOf("deadlines")...)
+			if len(sent) != done.Steps {
+				t.Fatalf("%d root calls for %d steps", len(sent), done.Steps)
+			}
+			for step := 1; step <= done.Steps; step++ {
+				req, err := reader.RebuildRequest(ctx, done, step)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tools, _ := json.Marshal(req.Tools)
+				if req.System != sent[step-1] || string(tools) != sentTools[step-1] {
+					t.Fatalf("pin=%q: step %d rebuilt by another deploy differs from what it was sent:\n%.200s\n---\n%.200s",
+						mode, step, req.System, sent[step-1])
+				}
+			}
+
 			// The move, said once, by the step that made it.
 			events, err := jobs.Events(ctx, pool, run.ID, 0, 1000)
 			if err != nil {

@@ -139,6 +139,9 @@ type Run struct {
 	StartedAt     *time.Time `json:"started_at" db:"started_at"`
 	UpdatedAt     time.Time  `json:"updated_at" db:"updated_at"`
 	EndedAt       *time.Time `json:"ended_at" db:"ended_at"`
+	// rebuild, when set, is the bundle a step's request is rebuilt with
+	// (step_request.go): the one that step recorded, whatever the pin.
+	rebuild *behaviour
 }
 
 // Ended reports whether the run has finished, one way or the other.

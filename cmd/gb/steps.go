@@ -44,8 +44,9 @@ func researchStepsCmd() *cobra.Command {
 cost, model and tool time, retries and compaction. With --step N it prints that step of the run
 (or of --run R) with its messages: the model's reply, each tool call with its arguments and each
 tool's result, cut at --chars characters unless --full. With --full it also prints what the
-model was given besides the conversation: the system prompt and the tools, as rebuilt from the
-run's settings by the API (a step stores its messages, not the prompt it was sent with them).`,
+model was given besides the conversation: the system prompt and the tools, as rebuilt by the API
+from the run's settings and the behaviour bundle the step recorded (a step stores its messages and
+its bundle's hash, not the prompt it was sent with them).`,
 		Example: `  gb research steps 12
   gb research steps 12 --run 14 --order asc
   gb research steps 12 --step 3
@@ -228,8 +229,8 @@ func printStep(w io.Writer, id int64, s jobs.Step) {
 // saying that they are rebuilt, and names the tools the step called that
 // the rebuilt list lacks (a worker configured otherwise than the API).
 func printRequest(w io.Writer, s jobs.Step, r *jobs.StepRequest) {
-	fmt.Fprintf(w, "\n[system prompt, as %s]\n%s\n", printable(r.Rebuilt), printable(r.System))
-	fmt.Fprintf(w, "\n[tools, as %s: %d]\n", printable(r.Rebuilt), len(r.Tools))
+	fmt.Fprintf(w, "\n[system prompt, %s (bundle %s)]\n%s\n", printable(r.Rebuilt), printable(r.Behaviour), printable(r.System))
+	fmt.Fprintf(w, "\n[tools, %s: %d]\n", printable(r.Rebuilt), len(r.Tools))
 	given := map[string]bool{}
 	for _, t := range r.Tools {
 		given[t.Name] = true

@@ -88,7 +88,7 @@ func TestStepsFullShowsTheRequest(t *testing.T) {
 		model.mu.Lock()
 		sent, ok := model.tools[p.Request.System]
 		model.mu.Unlock()
-		if !ok || !slices.Equal(sent, names) || p.Request.Rebuilt != jobs.RebuiltFrom {
+		if !ok || !slices.Equal(sent, names) || p.Request.Rebuilt != jobs.RebuiltFrom || p.Request.Behaviour == "" {
 			t.Errorf("run %s (%s): the rebuilt system prompt was sent: %v; tools sent %v, rebuilt %v; rebuilt says %q",
 				run, agentName(&r), ok, sent, names, p.Request.Rebuilt)
 		}
@@ -96,9 +96,9 @@ func TestStepsFullShowsTheRequest(t *testing.T) {
 			t.Errorf("the rebuilt prompt of sub-agent %s does not name it:\n%s", r.Name, p.Request.System)
 		}
 		code, out, _ = s.gb(t, s.key, "research", "steps", id, "--run", run, "--step", "1", "--full")
-		if code != 0 || !strings.Contains(out, "[system prompt, as rebuilt from the run's settings") ||
+		if code != 0 || !strings.Contains(out, "[system prompt, "+jobs.RebuiltFrom+" (bundle "+p.Request.Behaviour+")]") ||
 			!strings.Contains(out, strings.SplitN(p.Request.System, "\n", 2)[0]) ||
-			!strings.Contains(out, "[tools, as rebuilt from the run's settings and this server's configuration: "+strconv.Itoa(len(names))+"]") {
+			!strings.Contains(out, "[tools, "+jobs.RebuiltFrom+": "+strconv.Itoa(len(names))+"]") {
 			t.Errorf("steps --run %s --step 1 --full: exit %d, no rebuilt prompt and tools:\n%s", run, code, out)
 		}
 		if strings.Contains(out, "note: the step called") {

@@ -76,14 +76,14 @@ type fullStep struct {
 }
 
 // stepRequest rebuilds what the step's model call was given besides its
-// conversation, from its run as it is now: nothing is written per step to
-// show it.
+// conversation, from its run and the bundle the step recorded: nothing
+// more is written per step to show it.
 func (a *api) stepRequest(r *http.Request, s jobs.Step) (*jobs.StepRequest, error) {
 	run, err := jobs.GetRun(r.Context(), a.Service.Pool(), s.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("error reading run %d of step %d: %w", s.RunID, s.Step, err)
 	}
-	return a.Service.RebuildRequest(run, s.Step)
+	return a.Service.RebuildRequest(r.Context(), run, s.Step)
 }
 
 // stepQuery parses the query of the steps route; a bad parameter answers
