@@ -305,8 +305,19 @@ func TestConcurrentSendersResumeAParkedReaderOnce(t *testing.T) {
 	const senders = 24
 	pool := dbtest.NewPool(t)
 	var final atomic.Pointer[llm.Request]
+	// The resumed reader goes on once every send has returned, so that an
+	// empty inbox means every note was read: a sender slowed by a loaded
+	// machine is not left to find the reader ended.
+	allSent := make(chan struct{})
 	model := &scriptModel{fn: func(ctx context.Context, req llm.Request) (llm.Message, error) {
 		if topic(req) == "listen" {
+			if turns(req) > 0 {
+				select {
+				case <-allSent:
+				case <-ctx.Done():
+					return llm.Message{}, ctx.Err()
+				}
+			}
 			switch {
 			case turns(req) == 0:
 				return readCall(60), nil
@@ -339,6 +350,7 @@ func TestConcurrentSendersResumeAParkedReaderOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	close(allSent)
 	if done := waitEnded(t, pool, listener.ID, 30*time.Second); done.Status != jobs.StatusSucceeded {
 		t.Fatalf("listener %s %q", done.Status, done.Error)
 	}
