@@ -47,7 +47,7 @@ func waitResearch(ctx context.Context, c *apiClient, req *mcp.CallToolRequest, i
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var seen int64
-	err := watchTree(wctx, c, id, 0, func(evs []jobs.Event) error {
+	err := followTree(wctx, c, id, 0, func(evs []jobs.Event) error {
 		for _, e := range evs {
 			seen = e.N
 			if token == nil {

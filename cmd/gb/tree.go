@@ -69,7 +69,7 @@ func showTree(ctx context.Context, c *apiClient, id int64, follow bool, out io.W
 	if err := draw(); err != nil || !follow {
 		return err
 	}
-	return watchTree(ctx, c, id, 0, func([]jobs.Event) error { return draw() })
+	return followTree(ctx, c, id, 0, func([]jobs.Event) error { return draw() })
 }
 
 // treeLine is one line of a drawn tree: key names what it shows (a run's
