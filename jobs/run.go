@@ -132,8 +132,14 @@ type Run struct {
 	Error           string       `json:"error" db:"error"`
 	// Pinned is the hash of the behaviour bundle the run's steps are made
 	// with (behaviour.go); "" before its first step.
-	Pinned    string    `json:"pinned" db:"pinned"`
-	CreatedAt time.Time `json:"created_at" db:"created_at"`
+	Pinned string `json:"pinned" db:"pinned"`
+	// ForkedFrom is the research this one was forked from (fork.go), and
+	// ForkStep the step of that research's root it replayed up to;
+	// ForkInstruction is what its owner told its first live step.
+	ForkedFrom      *int64    `json:"forked_from,omitempty" db:"forked_from"`
+	ForkStep        *int      `json:"fork_step,omitempty" db:"fork_step"`
+	ForkInstruction string    `json:"fork_instruction,omitempty" db:"fork_instruction"`
+	CreatedAt       time.Time `json:"created_at" db:"created_at"`
 	// TreeStartedAt is when the run's tree started (its root's CreatedAt).
 	TreeStartedAt time.Time  `json:"-" db:"tree_started_at"`
 	StartedAt     *time.Time `json:"started_at" db:"started_at"`
@@ -188,7 +194,8 @@ const runColumns = `id, user_id, parent_id, root_id, depth, name, reason, topic,
 	wait_kind, wait_until, wait_read_to, interactive, answer_timeout_s, question, answer,
 	approve_plan, plan, plan_state, plan_note, plan_call_id, report, error,
 	created_at, started_at, updated_at, ended_at, tree_started_at,
-	citations_mode, citations, citations_before, provider_wait, coalesce(pinned, '') AS pinned`
+	citations_mode, citations, citations_before, provider_wait, coalesce(pinned, '') AS pinned,
+	forked_from, fork_step, fork_instruction`
 
 // runByIDSQL reads one run.
 const runByIDSQL = "SELECT " + runColumns + " FROM gb_agent_research_runs WHERE id = $1"

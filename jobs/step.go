@@ -270,7 +270,8 @@ func (a *Service) stepContext(jobCtx context.Context, run *Run, step int) (ctx c
 // prelude is what the model is given after the run's conversation: the
 // topic on the first step, the answer to the call a parked run waited on
 // (a tool result must follow the assistant message that made the call),
-// then the parent's new inputs; inputIDs are the messages it delivers.
+// a fork's instruction on its first live step, then the parent's new
+// inputs; inputIDs are the messages it delivers.
 func (a *Service) prelude(ctx context.Context, t *turn, step int) (prelude []llm.Message, inputIDs []int64, err error) {
 	if step == 1 {
 		prelude = append(prelude, llm.Message{Role: llm.RoleUser, Content: t.run.Topic})
@@ -281,6 +282,9 @@ func (a *Service) prelude(ctx context.Context, t *turn, step int) (prelude []llm
 			return nil, nil, err
 		}
 		prelude, inputIDs = append(prelude, msg), ids
+	}
+	if note, ok := forkNote(t.run, step); ok {
+		prelude = append(prelude, note)
 	}
 	return append(prelude, t.inputs...), append(inputIDs, t.inputIDs...), nil
 }

@@ -67,6 +67,9 @@ type EnvOptions struct {
 	// search that says to fetch the pages given) and a Postgres messenger
 	// (else no messages between siblings).
 	team bool
+	// otherModels are models the agents may be given besides Model, on
+	// the same OpenAI fake.
+	otherModels []string
 }
 
 // modelName is the model the scenario asks for: Model, or its provider's
@@ -165,6 +168,14 @@ func newEnv(ctx context.Context, o EnvOptions, pageSize int, brain func(*pages) 
 	cfg.Queue = "providerbench_" + tag
 	e.Queue = cfg.Queue
 	deps := jobs.Deps{Pool: o.Pool, Model: model, Logger: logger, Config: cfg, Search: noSearch{}, Fetch: fetcher}
+	for _, name := range o.otherModels {
+		m, err := openai.New(openai.Config{BaseURL: e.Fake.URL(), APIKey: apiKey(o.Provider), Model: name,
+			Profiles: o.Profiles, Logger: logger})
+		if err != nil {
+			return nil, err
+		}
+		deps.Models = append(deps.Models, m)
+	}
 	if o.team {
 		deps.Search = pageSearch{e.Pages}
 		e.listener = messenger.NewListener(o.Pool, logger)
