@@ -79,7 +79,10 @@ for an unreachable database. behaviour.go pins a research to the version
 of what shapes it (its prompts, from jobs/prompts' Set, its agent types,
 tool schemas, model profiles and limits: a bundle stored once by hash),
 which every later step's request is built from, across deploys unless
-Config.Pin says latest.
+Config.Pin says latest. fork.go starts a research that replays a recorded
+root's first steps from the record (fork_copy.go copies them, with the
+sub-agents whose reports were read, their sources and notes) and goes on
+live from there.
 
 # Citations
 

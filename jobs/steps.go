@@ -124,9 +124,12 @@ type Step struct {
 	// hash of the behaviour bundle (prompts, types, tool schemas, model
 	// profiles, limits) it was made with, shortened; both "" for a step
 	// recorded before they were.
-	Version   string        `json:"version"`
-	Behaviour string        `json:"behaviour"`
-	Messages  []StepMessage `json:"messages,omitempty"`
+	Version   string `json:"version"`
+	Behaviour string `json:"behaviour"`
+	// Replayed says the step was copied from the research a fork was
+	// forked from (fork.go): it made no model call and cost nothing.
+	Replayed bool          `json:"replayed"`
+	Messages []StepMessage `json:"messages,omitempty"`
 	// Truncated says a message text or arguments of the step were cut.
 	Truncated bool `json:"truncated"`
 	seq       int64
@@ -214,7 +217,7 @@ func stepsSQL(asc bool) string {
 	return `SELECT s.seq, s.run_id, CASE WHEN r.parent_id IS NULL THEN 'root' ELSE r.name END, s.step, s.model,
 			s.started_at, s.created_at, s.prompt_tokens, s.cached_tokens, s.completion_tokens, s.reasoning_tokens,
 			s.cost_usd::float8, s.model_ms, s.tool_ms, s.retries, s.retry_outcomes, s.compaction,
-			s.version, s.behaviour, CASE WHEN $7 THEN s.messages END
+			s.version, s.behaviour, s.replayed, CASE WHEN $7 THEN s.messages END
 		FROM gb_agent_research_steps s JOIN gb_agent_research_runs r ON r.id = s.run_id
 		WHERE s.run_id = ANY($1::bigint[]) AND ($2 = 0 OR s.step = $2) AND s.step > $3 AND ($4 = 0 OR s.step < $4)
 			AND ($5 = 0 OR s.seq ` + cmp + ` $5)
@@ -227,7 +230,7 @@ func scanStep(row pgx.CollectableRow) (Step, error) {
 	var msgs []llm.Message
 	err := row.Scan(&s.seq, &s.RunID, &s.Agent, &s.Step, &s.Model, &s.StartedAt, &s.CommittedAt,
 		&s.Tokens.Prompt, &s.Tokens.Cached, &s.Tokens.Completion, &s.Tokens.Reasoning, &s.CostUSD,
-		&s.ModelMS, &s.ToolMS, &s.Retries, &s.RetryOutcomes, &s.Compaction, &s.Version, &s.Behaviour, &msgs)
+		&s.ModelMS, &s.ToolMS, &s.Retries, &s.RetryOutcomes, &s.Compaction, &s.Version, &s.Behaviour, &s.Replayed, &msgs)
 	if err != nil {
 		return s, err
 	}

@@ -26,10 +26,11 @@ var flagValues = map[string][]string{
 	"citations": jobs.CitationsModes,
 	"order":     {"desc", "asc"},
 	"messenger": {messengerPostgres, messengerMemory},
+	"pin":       {jobs.PinRun, jobs.PinLatest},
 }
 
 // runIDFlags are the flags that take run ids.
-var runIDFlags = map[string]bool{"parent": true, "run": true, "notes-from": true}
+var runIDFlags = map[string]bool{"parent": true, "run": true, "notes-from": true, "agent": true}
 
 // argValues are the values of a positional argument after the run id, by
 // command path.

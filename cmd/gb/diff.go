@@ -30,6 +30,8 @@ type compared struct {
 type stepTools struct {
 	Step  int      `json:"step"`
 	Tools []string `json:"tools"`
+	// Replayed says a fork copied the step from its original.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // researchDiff is what gb research diff prints: both researches and what
@@ -156,7 +158,7 @@ func loadStepTools(ctx context.Context, c *apiClient, s *compared) error {
 				s.Tools[t]++
 			}
 			if st.RunID == s.ID {
-				s.Steps = append(s.Steps, stepTools{Step: st.Step, Tools: tools})
+				s.Steps = append(s.Steps, stepTools{Step: st.Step, Tools: tools, Replayed: st.Replayed})
 			}
 		}
 		if !p.More || p.NextCursor == "" {
@@ -213,6 +215,9 @@ func printDiff(w io.Writer, d *researchDiff) error {
 	}
 	row("status", a.Run.Status, b.Run.Status)
 	row("model", oneLine(a.Run.Model), oneLine(b.Run.Model))
+	if a.Run.ForkedFrom != nil || b.Run.ForkedFrom != nil {
+		row("forked from", forkLine(a.Run), forkLine(b.Run))
+	}
 	row("agents", strconv.Itoa(a.Totals.Runs), strconv.Itoa(b.Totals.Runs))
 	row("steps", strconv.Itoa(a.Totals.Steps), strconv.Itoa(b.Totals.Steps))
 	row("tokens", strconv.FormatInt(a.Totals.Tokens, 10), strconv.FormatInt(b.Totals.Tokens, 10))
@@ -277,10 +282,23 @@ func stepToolsAt(steps []stepTools, i int) string {
 	if i >= len(steps) {
 		return "-"
 	}
-	if len(steps[i].Tools) == 0 {
-		return "(answer)"
+	cell := "(answer)"
+	if len(steps[i].Tools) > 0 {
+		cell = oneLine(strings.Join(steps[i].Tools, ", "))
 	}
-	return oneLine(strings.Join(steps[i].Tools, ", "))
+	if steps[i].Replayed {
+		cell += " (replayed)"
+	}
+	return cell
+}
+
+// forkLine says which research and step a fork was forked from, "-" for a
+// research that is not a fork.
+func forkLine(r *jobs.Run) string {
+	if r.ForkedFrom == nil || r.ForkStep == nil {
+		return "-"
+	}
+	return fmt.Sprintf("#%d at step %d", *r.ForkedFrom, *r.ForkStep)
 }
 
 // citationsLine is a citation check's counts in a few words.

@@ -164,6 +164,7 @@ func mcpTools(c *apiClient) []mcpTool {
 			}))},
 		stepsTool(c),
 		citationsTool(c),
+		forkTool(c),
 	}
 }
 

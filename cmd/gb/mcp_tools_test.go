@@ -74,7 +74,7 @@ func TestMCPToolsHaveTitlesAndAnnotations(t *testing.T) {
 			t.Errorf("%s is missing or not read-only", name)
 		}
 	}
-	for _, name := range []string{"start_research", "answer_research", "decide_plan"} {
+	for _, name := range []string{"start_research", "answer_research", "decide_plan", "fork_research"} {
 		if tl := byName[name]; tl == nil || tl.Annotations.ReadOnlyHint || *tl.Annotations.DestructiveHint {
 			t.Errorf("%s is missing, read-only or destructive", name)
 		}
@@ -82,8 +82,11 @@ func TestMCPToolsHaveTitlesAndAnnotations(t *testing.T) {
 	if tl := byName["cancel_research"]; tl == nil || !*tl.Annotations.DestructiveHint || !tl.Annotations.IdempotentHint {
 		t.Errorf("cancel_research is missing or not destructive and idempotent")
 	}
-	if tl := byName["start_research"]; tl == nil || !*tl.Annotations.OpenWorldHint || *byName["get_tree"].Annotations.OpenWorldHint {
-		t.Errorf("only start_research reaches the open world")
+	for _, tl := range byName {
+		starts := tl.Name == "start_research" || tl.Name == "fork_research"
+		if *tl.Annotations.OpenWorldHint != starts {
+			t.Errorf("%s: openWorldHint %v; only the tools that start a research reach the open world", tl.Name, *tl.Annotations.OpenWorldHint)
+		}
 	}
 }
 

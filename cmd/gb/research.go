@@ -19,9 +19,10 @@ import (
 func researchCmd() *cobra.Command {
 	return group("research", "Start, watch and manage researches (over the REST API)", `  gb research start "How does sync.WaitGroup work?" --follow
   gb research list --status active
-  gb research tree 1 --follow`,
+  gb research tree 1 --follow
+  gb research fork 1 --step 3 --model gpt-4.1-mini`,
 		researchStartCmd(), researchListCmd(), researchGetCmd(), researchTreeCmd(), researchEventsCmd(),
-		researchMessagesCmd(), researchNotesCmd(), researchSourcesCmd(), researchStepsCmd(), researchCitationsCmd(), researchDiffCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
+		researchMessagesCmd(), researchNotesCmd(), researchSourcesCmd(), researchStepsCmd(), researchCitationsCmd(), researchDiffCmd(), researchForkCmd(), researchWebhooksCmd(), researchSendCmd(), researchAnswerCmd(), researchPlanCmd(),
 		researchCancelCmd(), researchDeleteCmd())
 }
 

@@ -64,6 +64,7 @@ var Routes = []Route{
 	{"GET", "/v1/gb/research/{id}/notes"},
 	{"POST", "/v1/gb/research/{id}/answer"},
 	{"POST", "/v1/gb/research/{id}/plan"},
+	{"POST", "/v1/gb/research/{id}/fork"},
 }
 
 // PublicRoutes are the routes served without an API key: the OpenAPI
@@ -145,6 +146,7 @@ func New(d Deps) http.Handler {
 		{"GET", "/v1/gb/research/{id}/citations"}:     a.citations,
 		{"POST", "/v1/gb/research/{id}/answer"}:       a.answer,
 		{"POST", "/v1/gb/research/{id}/plan"}:         a.decidePlan,
+		{"POST", "/v1/gb/research/{id}/fork"}:         a.fork,
 		{"GET", "/v1/gb/keys"}:                        a.listKeys,
 		{"POST", "/v1/gb/keys"}:                       a.createKey,
 		{"DELETE", "/v1/gb/keys/{id}"}:                a.revokeKey,
