@@ -33,6 +33,9 @@ type evalOptions struct {
 	bFile    string
 	vs       bool
 	vsModel  string
+	// forkStep, when set (--vs-fork-step), makes B research each question
+	// as a fork of A's research of it, replaying A's root up to that step.
+	forkStep *int
 	log      string
 	progress io.Writer
 }
@@ -65,14 +68,18 @@ cover it, the expected sources cited, the citation check's verdicts, tokens
 --vs runs a second configuration on the same questions in the same run (its
 settings as --vs-set KEY=VALUE, --vs-file FILE of such lines, --vs-model, and
 --vs-prompts DIR of prompt files) and prints both side by side with their
-differences. Without a file it runs the shipped godoc set (the Go toolchain's
+differences. With --vs-fork-step N, B does not research a question from the
+start: it forks A's research of it at step N of its root (gb research fork),
+which replays those steps from A's record at no cost, so B pays only for what
+its change makes differ. Without a file it runs the shipped godoc set (the Go toolchain's
 package documentation, loaded as the godoc dataset when missing). See
 docs/eval.md.`,
 		Example: `  gb eval
   gb eval --parallel 4 -o json > godoc.json
   gb eval my-questions.yaml --set GB_MODEL=gpt-4o-mini
   gb eval --vs --vs-model gpt-4.1-mini
-  gb eval --vs --vs-prompts ./prompts-v2 --vs-set GB_REASONING_EFFORT=low`,
+  gb eval --vs --vs-prompts ./prompts-v2 --vs-set GB_REASONING_EFFORT=low
+  gb eval --vs --vs-model gpt-4.1-mini --vs-fork-step 2`,
 		Args: args(0, 1, "at most one question set file"),
 	}
 	out := addOutput(cmd)
@@ -105,6 +112,16 @@ docs/eval.md.`,
 	f.StringArrayVar(&o.bSet, "vs-set", nil, "a setting of B, KEY=VALUE (repeatable)")
 	f.StringVar(&o.bFile, "vs-file", "", "a file of KEY=VALUE settings for B")
 	f.StringVar(&o.b.Prompts, "vs-prompts", "", "B's directory of prompt files")
+	forkStep := f.Int("vs-fork-step", 0, "B forks A's research of each question at this step of its root, replaying it at no cost (0 replays none)")
+	cmd.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Flags().Changed("vs-fork-step") {
+			if *forkStep < 0 {
+				return usageErrorf("--vs-fork-step must be 0 or more (got %d)", *forkStep)
+			}
+			o.forkStep = forkStep
+		}
+		return nil
+	}
 	f.StringVar(&o.log, "log", "", "file for the workers' log (default: a temporary file)")
 	return cmd
 }
@@ -114,8 +131,8 @@ func runEval(ctx context.Context, o *evalOptions) (*evalReport, *evalSet, error)
 	if o.parallel < 1 || o.parallel > evalParallelMax {
 		return nil, nil, usageErrorf("--parallel must be 1 to %d (got %d)", evalParallelMax, o.parallel)
 	}
-	if !o.vs && (o.vsModel != "" || len(o.bSet) > 0 || o.bFile != "" || o.b.Prompts != "") {
-		return nil, nil, usageErrorf("--vs-model, --vs-set, --vs-file and --vs-prompts need --vs")
+	if !o.vs && (o.vsModel != "" || len(o.bSet) > 0 || o.bFile != "" || o.b.Prompts != "" || o.forkStep != nil) {
+		return nil, nil, usageErrorf("--vs-model, --vs-set, --vs-file, --vs-prompts and --vs-fork-step need --vs")
 	}
 	set, err := loadEvalSet(o.set)
 	if err != nil {
@@ -181,15 +198,25 @@ func runEval(ctx context.Context, o *evalOptions) (*evalReport, *evalSet, error)
 	progress(fmt.Sprintf("%d questions of %s, %d at a time per configuration", len(set.Questions), set.Name, o.parallel))
 	results := make([][]evalResult, len(stacks))
 	errs := make([]error, len(stacks))
-	var wg sync.WaitGroup
-	for i, s := range stacks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = runConfig(ctx, pool, s, set, o.parallel, o.timeout, progress)
-		}()
+	if o.forkStep != nil {
+		// B forks A's researches: A first, then B from what A recorded.
+		o.b.ForkStep = o.forkStep
+		results[0], errs[0] = runConfig(ctx, pool, stacks[0], set, o.parallel, o.timeout, progress, nil)
+		if errs[0] == nil {
+			results[1], errs[1] = runConfig(ctx, pool, stacks[1], set, o.parallel, o.timeout, progress,
+				&evalForks{step: *o.forkStep, of: results[0], owner: "A"})
+		}
+	} else {
+		var wg sync.WaitGroup
+		for i, s := range stacks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = runConfig(ctx, pool, s, set, o.parallel, o.timeout, progress, nil)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}

@@ -38,6 +38,7 @@ type evalRun struct {
 	EndedAt         *time.Time      `json:"ended_at"`
 	Citations       *citationCounts `json:"citations"`
 	CitationsBefore *citationCounts `json:"citations_before"`
+	ForkedFrom      *int64          `json:"forked_from"`
 }
 
 // ended says whether the run is over.
@@ -70,19 +71,37 @@ type evalResult struct {
 	Agents       int     `json:"agents"`
 	Steps        int     `json:"steps"`
 	Report       string  `json:"report,omitempty"`
+	// ForkedFrom is the research this one forked (--vs-fork-step).
+	ForkedFrom int64 `json:"forked_from,omitempty"`
+	slot       int   // the client (user) of runConfig that researched it
 }
 
 // evalUser names the user of one slot of a configuration: each slot runs
 // one research at a time, within the per-user limit of working ones.
 func evalUser(label string, slot int) string { return fmt.Sprintf("gb-eval-%s-%d", label, slot) }
 
+// evalForks says that a configuration researches each question as a fork
+// of another's research of it (gb eval --vs-fork-step): at step of its
+// root, as the user who owns it (the slot of the owner configuration that
+// ran it).
+type evalForks struct {
+	step  int
+	of    []evalResult
+	owner string
+}
+
 // runConfig researches every question of set under the configuration of
-// s, parallel at a time, and returns the results in the set's order.
+// s, parallel at a time, and returns the results in the set's order; with
+// forks, each question is a fork of the research forks.of holds for it.
 func runConfig(ctx context.Context, pool *pgxpool.Pool, s *evalStack, set *evalSet, parallel int, timeout time.Duration,
-	progress func(string)) ([]evalResult, error) {
+	progress func(string), forks *evalForks) ([]evalResult, error) {
+	label := s.cfg.Label
+	if forks != nil {
+		label = forks.owner // a fork is its original's owner's
+	}
 	clients := make([]*apiClient, parallel)
 	for i := range clients {
-		key, err := jobs.CreateKey(ctx, pool, evalUser(s.cfg.Label, i+1))
+		key, err := jobs.CreateKey(ctx, pool, evalUser(label, i+1))
 		if err != nil {
 			return nil, err
 		}
@@ -93,12 +112,17 @@ func runConfig(ctx context.Context, pool *pgxpool.Pool, s *evalStack, set *evalS
 	results := make([]evalResult, len(set.Questions))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for _, c := range clients {
+	for slot, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				results[i] = researchQuestion(ctx, c, s, &set.Questions[i], timeout)
+				if forks != nil {
+					c = clients[forks.of[i].slot]
+				}
+				start := startQuestion(c, &set.Questions[i], forks, i, s.cfg.Model)
+				results[i] = researchQuestion(ctx, c, s, &set.Questions[i], timeout, start)
+				results[i].slot = slot
 				r := results[i]
 				progress(fmt.Sprintf("%s %s: %s, %d/%d facts (run %d)", s.cfg.Label, r.Question, r.Status,
 					len(r.Score.Found), len(r.Score.Found)+len(r.Score.Missed), r.RunID))
@@ -116,22 +140,42 @@ func runConfig(ctx context.Context, pool *pgxpool.Pool, s *evalStack, set *evalS
 	return results, ctx.Err()
 }
 
+// startQuestion is how a question's research starts: a research of its
+// own, or, with forks, a fork of the research forks.of[i] made of it, with
+// the forking configuration's model and its prompts (pin latest).
+func startQuestion(c *apiClient, q *evalQuestion, forks *evalForks, i int, model string) func(ctx context.Context, run *evalRun) error {
+	if forks == nil {
+		return func(ctx context.Context, run *evalRun) error {
+			body := map[string]any{"topic": q.Question}
+			if q.Dataset != "" {
+				body["dataset"] = q.Dataset
+			}
+			if q.MaxSteps > 0 {
+				body["max_steps"] = q.MaxSteps
+			}
+			return c.do(ctx, "POST", "/v1/gb/research", body, run)
+		}
+	}
+	return func(ctx context.Context, run *evalRun) error {
+		orig := forks.of[i]
+		if orig.RunID == 0 {
+			return fmt.Errorf("nothing to fork: %s's research of it did not start (%s)", forks.owner, orig.Status)
+		}
+		body := map[string]any{"step": forks.step, "model": model, "pin": jobs.PinLatest}
+		return c.do(ctx, "POST", fmt.Sprintf("/v1/gb/research/%d/fork", orig.RunID), body, run)
+	}
+}
+
 // researchQuestion starts one research, waits for it to end and scores it.
-func researchQuestion(ctx context.Context, c *apiClient, s *evalStack, q *evalQuestion, timeout time.Duration) evalResult {
+func researchQuestion(ctx context.Context, c *apiClient, s *evalStack, q *evalQuestion, timeout time.Duration,
+	start func(context.Context, *evalRun) error) evalResult {
 	res := evalResult{Question: q.ID, Config: s.cfg.Label}
 	if q.Web && !s.web {
 		res.Status, res.Error = "skipped", "a web question, and this configuration has no search provider (GB_SEARCH_*)"
 		return res
 	}
-	body := map[string]any{"topic": q.Question}
-	if q.Dataset != "" {
-		body["dataset"] = q.Dataset
-	}
-	if q.MaxSteps > 0 {
-		body["max_steps"] = q.MaxSteps
-	}
 	var run evalRun
-	if err := c.do(ctx, "POST", "/v1/gb/research", body, &run); err != nil {
+	if err := start(ctx, &run); err != nil {
 		res.Status, res.Error = "error", err.Error()
 		return res
 	}
@@ -164,5 +208,8 @@ func researchQuestion(ctx context.Context, c *apiClient, s *evalStack, q *evalQu
 		res.WallSeconds = run.EndedAt.Sub(run.CreatedAt).Seconds()
 	}
 	res.Score = scoreReport(q, run.Report)
+	if run.ForkedFrom != nil {
+		res.ForkedFrom = *run.ForkedFrom
+	}
 	return res
 }

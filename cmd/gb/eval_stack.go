@@ -36,6 +36,9 @@ type evalConfig struct {
 	Prompts string `json:"prompts,omitempty"`
 	// Model is the model its runs recorded (filled in when it starts).
 	Model string `json:"model"`
+	// ForkStep, for B with --vs-fork-step, is the step of A's roots its
+	// researches fork from.
+	ForkStep *int `json:"fork_step,omitempty"`
 }
 
 // getenv is the configuration's environment: its settings over the

@@ -128,6 +128,9 @@ func (c *evalConfig) describe() string {
 	if c.Prompts != "" {
 		parts = append(parts, "prompts "+c.Prompts)
 	}
+	if c.ForkStep != nil {
+		parts = append(parts, fmt.Sprintf("forks of A's researches at step %d (replayed at no cost)", *c.ForkStep))
+	}
 	if len(parts) == 0 {
 		return ""
 	}

@@ -15,7 +15,8 @@ import (
 
 // TestEvalRegression runs five questions of the shipped set with the
 // offline policy, under two configurations compared with --vs (the second
-// with another prompt directory, which the offline policy does not read):
+// with another prompt directory, which the offline policy does not read,
+// and as forks of the first's researches at step 1, --vs-fork-step):
 // it fails when a fact is missed, an answer is wrong (an answerable
 // question declined, an unanswerable one answered), an expected source is
 // not cited, or the citation check finds a claim unsupported or unread.
@@ -30,6 +31,8 @@ func TestEvalRegression(t *testing.T) {
 	o := &evalOptions{set: filepath.Join("testdata", "eval_regression.yaml"), parallel: 3, timeout: 3 * time.Minute,
 		vs: true, progress: &bytes.Buffer{}, log: filepath.Join(t.TempDir(), "eval.log")}
 	o.b.Prompts = filepath.Join("testdata", "prompts-v2")
+	forkStep := 1
+	o.forkStep = &forkStep
 	rep, set, err := runEval(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +63,13 @@ func TestEvalRegression(t *testing.T) {
 			}
 		}
 	}
+	for i, b := range rep.Results["B"] {
+		a := rep.Results["A"][i]
+		if b.ForkedFrom != a.RunID || b.RunID == a.RunID || b.Tokens >= a.Tokens {
+			t.Errorf("B %s: run %d forked from %d (A's is %d), %d tokens to A's %d: B does not replay A's first step for free",
+				b.Question, b.RunID, b.ForkedFrom, a.RunID, b.Tokens, a.Tokens)
+		}
+	}
 	if a := rep.Results["A"][3]; a.Agents != 4 {
 		t.Errorf("the three-part question ran %d agents, want a root and three sub-agents", a.Agents)
 	}
@@ -70,7 +80,8 @@ func TestEvalRegression(t *testing.T) {
 	if err := printEvalReport(&out, set, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"FACTS A", "FACTS B", "TOTAL", "MEDIAN", "Differences: none in facts or answers.", "prompts testdata"} {
+	for _, want := range []string{"FACTS A", "FACTS B", "TOTAL", "MEDIAN", "Differences: none in facts or answers.", "prompts testdata",
+		"forks of A's researches at step 1"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the table lacks %q:\n%s", want, out.String())
 		}
