@@ -8,7 +8,7 @@
 // to read.
 import { api, sleep, APIError, streamEvents } from './api.js';
 import { h } from './dom.js';
-import { ended } from './format.js';
+import { count, ended } from './format.js';
 import { renderHead, renderTree, renderReport, eventRow, renderMessages, renderSources } from './panels.js';
 import { renderAsk } from './ask.js';
 import { renderPlan } from './plan.js';
@@ -123,7 +123,7 @@ export function runView(root, id, app) {
     timeline.addEvents(evs);
     state.events += evs.length;
     while (el.events.children.length > maxEventRows) el.events.firstChild.remove();
-    el.eventCount.textContent = state.events + (state.events === 1 ? ' event' : ' events');
+    el.eventCount.textContent = count(state.events, 'event');
     if (stick) el.eventsScroll.scrollTop = el.eventsScroll.scrollHeight;
   }
 

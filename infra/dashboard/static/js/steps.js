@@ -8,7 +8,7 @@
 // appended as they are committed, so an open step stays open.
 import { api } from './api.js';
 import { h, fill } from './dom.js';
-import { fmtCost, fmtDateTime, fmtInt, fmtTime } from './format.js';
+import { count, fmtCost, fmtDateTime, fmtInt, fmtTime } from './format.js';
 
 const pageSize = 50;
 
@@ -16,8 +16,8 @@ const pageSize = 50;
 // { refresh }, which reads the steps committed since the last read.
 export function stepsView(root, id, signal) {
   const list = h('div', { id: 'steps-body' }, h('p', { class: 'muted', id: 'steps-empty' }, 'No steps yet.'));
-  const count = h('span', { class: 'muted', id: 'step-count' });
-  root.append(h('section', { class: 'panel', id: 'steps' }, h('h2', {}, 'Steps ', count), list));
+  const counter = h('span', { class: 'muted', id: 'step-count' });
+  root.append(h('section', { class: 'panel', id: 'steps' }, h('h2', {}, 'Steps ', counter), list));
   let cursor = '';
   let shown = 0;
   let loading = null;
@@ -35,7 +35,7 @@ export function stepsView(root, id, signal) {
       if (page.next_cursor) cursor = page.next_cursor;
       if (!page.has_more) break;
     }
-    count.textContent = shown === 1 ? '1 step' : shown + ' steps';
+    counter.textContent = count(shown, 'step');
   }
 
   // refresh reads what is new; a refresh asked while one runs runs after it.
@@ -48,7 +48,7 @@ export function stepsView(root, id, signal) {
           await readNew();
         } catch (e) {
           if (e.name === 'AbortError') return;
-          count.textContent = 'could not load the steps: ' + e.message;
+          counter.textContent = 'could not load the steps: ' + e.message;
         }
       } while (again && !signal.aborted);
       loading = null;
@@ -69,15 +69,15 @@ function stepElement(s, id, signal) {
 function summaryOf(s) {
   const t = s.tokens || {};
   const parts = [
-    fmtInt(t.prompt + t.completion) + ' tokens' + (t.cached ? ' (' + fmtInt(t.cached) + ' cached' +
+    count(t.prompt + t.completion, 'token') + (t.cached ? ' (' + fmtInt(t.cached) + ' cached' +
       (t.reasoning ? ', ' + fmtInt(t.reasoning) + ' reasoning' : '') + ')' : (t.reasoning ? ' (' + fmtInt(t.reasoning) + ' reasoning)' : '')),
     fmtCost(s.cost_usd),
     'model ' + secs(s.model_ms),
     'tools ' + secs(s.tool_ms),
   ];
-  if (s.retries) parts.push(s.retries + (s.retries === 1 ? ' retry' : ' retries') + ' (' + (s.retry_outcomes || []).join(', ') + ')');
+  if (s.retries) parts.push(count(s.retries, 'retry', 'retries') + ' (' + (s.retry_outcomes || []).join(', ') + ')');
   if (s.version || s.behaviour) parts.push('gb ' + s.version + ' @ ' + s.behaviour);
-  if (s.compaction) parts.push('compacted: ' + s.compaction.stubbed + ' stubbed, ' + fmtInt(s.compaction.tokens_before) + ' → ' + fmtInt(s.compaction.tokens_after) + ' tokens');
+  if (s.compaction) parts.push('compacted: ' + s.compaction.stubbed + ' stubbed, ' + fmtInt(s.compaction.tokens_before) + ' → ' + count(s.compaction.tokens_after, 'token'));
   const calls = [];
   for (const m of s.messages || []) for (const c of m.tool_calls || []) calls.push(c.name);
   return [
