@@ -50,7 +50,7 @@ export function runView(root, id, app) {
         h('section', { class: 'panel', id: 'events' }, h('h2', {}, 'Events ', el.eventCount), el.eventsScroll),
         h('section', { class: 'panel', id: 'messages' }, h('h2', {}, 'Messages between agents'), el.messages),
         el.sourcesPanel)));
-  const steps = stepsView(root, id, signal), timeline = timelineView(root, signal);
+  const steps = stepsView(root, id, signal, app), timeline = timelineView(root, signal);
 
   const state = { id, names: new Map(), after: 0, events: 0, finished: false, gone: false };
 
@@ -67,7 +67,7 @@ export function runView(root, id, app) {
     renderAsk(el.ask, run, app, scheduleRefresh);
     renderPlan(el.plan, run, app, scheduleRefresh);
     renderTree(el.tree, tree, id);
-    steps.refresh(); timeline.update(tree);
+    steps.refresh(run.root_id); timeline.update(tree);
     renderReport(el.report, run);
     import('./citations.js').then((m) => m.decorateCitations(el.report, run, signal)).catch(() => {});
     renderMessages(el.messages, msgs.messages || []);
