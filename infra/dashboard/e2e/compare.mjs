@@ -10,7 +10,8 @@
 // the totals are the API's with B's difference from A (cost included) and
 // the rows that differ marked, that the tools and the sources each read
 // are the API's with those only one read marked, that the step where the
-// root agents diverge is named and marked, and that both reports show.
+// root agents diverge is named and marked, that both reports show, and
+// that at 400 px the columns stack.
 // The screenshot compare.png goes to $SCREENSHOT_DIR. It prints "ok: ..."
 // per check and exits 0 when all pass.
 import path from 'node:path';
@@ -109,4 +110,12 @@ async function run() {
   const reports = await page.$$eval('#compare-reports .report', (rs) => rs.map((r) => ({ id: r.id, h1: r.querySelector('h1')?.textContent, len: r.textContent.length })));
   check(reports.length === 2 && reports.every((r) => r.h1 && r.len > 100), 'both reports show: ' + reports.map((r) => r.h1).join(' | '));
   await page.screenshot({ path: path.join(shots, 'compare.png'), fullPage: true });
+
+  // On a narrow screen the columns stack and the page is no wider than it.
+  await page.setViewportSize({ width: 400, height: 900 });
+  const narrow = await page.evaluate(() => {
+    const [a, b] = ['#compare-a', '#compare-b'].map((s) => document.querySelector(s).getBoundingClientRect());
+    return { stacked: b.top >= a.bottom - 1 && Math.abs(a.left - b.left) < 2, page: document.documentElement.scrollWidth <= window.innerWidth };
+  });
+  check(narrow.stacked && narrow.page, 'at 400 px the columns stack and the page is no wider than the screen: ' + JSON.stringify(narrow));
 }

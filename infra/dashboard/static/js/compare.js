@@ -37,14 +37,14 @@ export function compareView(root, a, b, app) {
 }
 
 // load reads what the comparison shows of run id: the run with its
-// totals, the steps of its subtree (their messages cut short: only the
-// tool calls count here) and the sources of its tree.
+// totals, the steps of its subtree (with their messages, for the tool
+// calls) and the sources of its tree.
 async function load(id, signal) {
   const run = await api('/v1/gb/research/' + id, { signal });
   const stepList = [];
   let cursor = '';
   for (let pages = 0; pages < maxStepPages; pages++) {
-    const page = await api('/v1/gb/research/' + id + '/steps?order=asc&limit=100&chars=200' +
+    const page = await api('/v1/gb/research/' + id + '/steps?order=asc&limit=100' +
       (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''), { signal });
     stepList.push(...(page.steps || []));
     cursor = page.next_cursor || '';
