@@ -28,7 +28,10 @@ const xssReport = "# Report with markup\n\n" +
 // tree, dates in the browser's locale, a list of runs without reports,
 // the Markdown renderer, that a report and topic full of markup show as
 // text, that a run's cached and reasoning tokens and its sources' statuses
-// and sizes show, and that a timed-out run is ended for the page: no
+// and sizes show, that a count of one is written in the singular, that at
+// 1280 and 400 px each fact's label stands above its value and the tree
+// table scrolls in its box (screenshots facts-1280.png, facts-400.png and
+// tree-400.png), and that a timed-out run is ended for the page: no
 // Cancel, no long poll, and a runs list not read again on a timer.
 // Screenshots go to .data/screenshots/ at the top of the repository. Without node, Chromium or playwright-core the test skips;
 // under CI=true it fails. GB_E2E_IGNORE_WAIT=true hides the wait parameter
@@ -115,7 +118,8 @@ func TestDashboardInBrowser(t *testing.T) {
 
 // TestDashboardAnswersAQuestionInBrowser runs e2e/run.mjs with E2E_ASK=1:
 // in Chromium it starts an interactive research from the form, sees the
-// question its root asks on the run's page and on the timeline, sees the
+// question its root asks on the run's page and on the timeline (listed
+// under the drawing, then with its answer once answered), sees the
 // runs list follow the waiting run by a long poll on its tree rather than
 // by reading the list again, and answers it in the page's answer box. The research it started must have asked
 // once, been answered once by its owner, and written its report from the

@@ -191,6 +191,7 @@ async function run() {
   const seqs = await page.$$eval('#events-body tr', (rows) => rows.map((r) => Number(r.dataset.seq)));
   check(seqs.every((s, i) => i === 0 || s > seqs[i - 1]), 'events are in order, each once');
   await checkEventNumbers(rootID);
+  await checkPlurals('the page of the demo\'s tree');
   const msgs = await page.$$eval('#messages-body li', (ls) => ls.length);
   check(msgs > 0, 'the messages between sub-agents are shown: ' + msgs);
   const sourcesShown = await page.isVisible('#sources');
@@ -278,6 +279,12 @@ async function checkAskOwner() {
   const parkTitle = () => page.$$eval('#timeline-body line.tl-park title', (ts) => ts.map((t) => t.textContent));
   await page.waitForFunction((q) => Array.from(document.querySelectorAll('#timeline-body line.tl-park title')).some((t) => t.textContent.includes(q)), question);
   check((await parkTitle()).some((t) => t.startsWith('asked its owner: ' + question)), 'the drawn timeline\'s park shows the question: ' + JSON.stringify(await parkTitle()));
+  // And under the drawing, as text one reads without pointing at the park.
+  const asks = () => page.$$eval('#timeline-asks li', (lis) => lis.map((li) => ({
+    question: li.querySelector('.tl-question').textContent, answer: li.querySelector('.tl-answer').textContent })));
+  check(JSON.stringify(await asks()) === JSON.stringify([{ question, answer: 'waiting for the answer' }]),
+    'the parked run\'s timeline lists the question it asked, waiting for the answer: ' + JSON.stringify(await asks()));
+  await checkPlurals('the page of a run waiting for its owner');
   await page.screenshot({ path: path.join(shots, 'ask.png'), fullPage: true });
   await checkListFollows(id);
   await page.fill('#answer', answer);
@@ -291,6 +298,9 @@ async function checkAskOwner() {
   await page.waitForFunction((a) => Array.from(document.querySelectorAll('#timeline-body line.tl-park title')).some((t) => t.textContent.includes(a)), answer);
   check((await parkTitle()).some((t) => t === 'asked its owner: ' + question + '\nanswered: ' + answer),
     'the drawn timeline\'s park shows the question and its answer: ' + JSON.stringify(await parkTitle()));
+  await page.waitForFunction(() => document.querySelector('#timeline-asks .tl-answer')?.textContent.startsWith('answered: '));
+  check(JSON.stringify(await asks()) === JSON.stringify([{ question, answer: 'answered: ' + answer }]),
+    'once answered, the timeline lists the question with its answer: ' + JSON.stringify(await asks()));
   await page.screenshot({ path: path.join(shots, 'answered.png'), fullPage: true });
 }
 
@@ -492,6 +502,7 @@ async function checkUsage(id) {
   const foot = await cells('#tree-table tfoot tr');
   check(foot[6] === '1,234' && foot[8] === '1 call at its estimate', 'the tree totals show cached tokens and the estimated call: ' + JSON.stringify(foot));
   check(foot[0] === '1 agent' && /^1 agent, /.test(treeFact), 'one agent is "1 agent": ' + foot[0] + ' · ' + treeFact);
+  await checkPlurals('the page of a tree of one agent');
   await checkLayout(id);
   await page.click('#nav a[href="#/"]');
   await page.waitForSelector(`#runs-body tr[data-run-id="${id}"]`);
@@ -502,8 +513,10 @@ async function checkUsage(id) {
 // checkLayout checks the run's page at 1280 and at 400 px wide: each
 // fact's label stands right above its value, in the same column, and the
 // tree table scrolls sideways in its box, so its last column can be
-// brought into view rather than being cut off, and nothing makes the page
-// itself wider than the screen. A screenshot of each.
+// brought into view rather than being cut off, no cell lies outside what
+// the box scrolls over, and nothing makes the page itself wider than the
+// screen. A screenshot of the page, of the run's head (facts-WIDTH.png)
+// and, at 400 px, of the tree (tree-400.png).
 async function checkLayout(id) {
   const size = page.viewportSize();
   for (const width of [1280, 400]) {
@@ -523,15 +536,45 @@ async function checkLayout(id) {
       const b = box.getBoundingClientRect();
       return { overflow: getComputedStyle(box).overflowX, wide: box.scrollWidth > box.clientWidth,
         reached: r.right <= b.right + 1 && r.left >= b.left - 1, page: document.documentElement.scrollWidth <= window.innerWidth,
+        cut: Array.from(box.querySelectorAll('th, td')).filter((c) => {
+          const cr = c.getBoundingClientRect();
+          return cr.left < b.left - box.scrollLeft - 1 || cr.right > b.left - box.scrollLeft + box.scrollWidth + 1;
+        }).length,
         wider: Array.from(document.querySelectorAll('body *')).filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 &&
           !e.closest('.panel')).slice(0, 5).map((e) => e.tagName + (e.id ? '#' + e.id : '') + '.' + e.className) };
     });
-    check(scroll.overflow === 'auto' && scroll.reached && scroll.page && (width > 1000 || scroll.wide),
+    check(scroll.overflow === 'auto' && scroll.reached && scroll.page && scroll.cut === 0 && (width > 1000 || scroll.wide),
       `at ${width} px the tree table scrolls in its box and its last column can be reached: ${JSON.stringify(scroll)}`);
     await page.evaluate(() => { document.querySelector('#tree-scroll').scrollLeft = 0; });
     await page.screenshot({ path: path.join(shots, `run-${width}px.png`), fullPage: true });
+    await page.locator('#run-head').screenshot({ path: path.join(shots, `facts-${width}.png`) });
+    if (width === 400) await page.locator('#tree').screenshot({ path: path.join(shots, 'tree-400.png') });
   }
   await page.setViewportSize(size);
+}
+
+// checkPlurals checks that nothing on the page, its drawn timeline and its
+// tooltips included, writes one thing in the plural, and that the
+// dashboard's counts write one in the singular and more in the plural.
+async function checkPlurals(where) {
+  // A count of one written in the plural: "1 agents".
+  const plurals = /(^|[^\d.,])1 (agents|steps|tokens|events|sources|calls|tries|retries|claims|runs)\b/;
+  const found = await page.evaluate((re) => {
+    const texts = [document.body.innerText, ...Array.from(document.querySelectorAll('[title]')).map((e) => e.title),
+      ...Array.from(document.querySelectorAll('svg title, svg text')).map((e) => e.textContent)];
+    return texts.filter((t) => new RegExp(re).test(t)).map((t) => t.match(new RegExp(re))[0]);
+  }, plurals.source);
+  check(found.length === 0, where + ' writes no count of one in the plural: ' + JSON.stringify(found));
+  const written = await page.evaluate(async () => {
+    const { count } = await import('./js/format.js');
+    const { eventRow } = await import('./js/panels.js');
+    const detail = (kind, data) => eventRow({ seq: 1, n: 1, run_id: 1, kind, data, at: '' }, new Map()).cells[4].textContent;
+    return [count(1, 'agent'), count(2, 'agent'), count(1, 'retry', 'retries'), count(1234, 'token'),
+      detail('step', { step: 1, tools: [], tokens: 1 }), detail('completed', { steps: 1 }),
+      detail('provider_recovered', { provider: 'openai', waited_seconds: 3, tries: 1 })];
+  });
+  check(JSON.stringify(written) === JSON.stringify(['1 agent', '2 agents', '1 retry', '1,234 tokens', 'step 1 → answer · 1 token', '1 step',
+    'openai answered again after 3 s (1 try)']), 'counts write one in the singular: ' + JSON.stringify(written));
 }
 
 // checkMarkdown renders Markdown cases with the dashboard's own renderer,

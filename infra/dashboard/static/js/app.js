@@ -1,10 +1,12 @@
 // The dashboard's entry point: sign-in, the header and a hash router.
 //   #/            the caller's runs, newest first, and a form to start one
 //   #/runs/{id}   a run: its tree, report, events, messages and sources
+//   #/compare/{a}/{b}  two researches side by side, what differs marked
 import { api, session, APIError } from './api.js';
 import { h } from './dom.js';
 import { runsView } from './runs.js';
 import { runView } from './run.js';
+import { compareView } from './compare.js';
 
 const view = document.getElementById('view');
 const nav = document.getElementById('nav');
@@ -42,7 +44,10 @@ function route(message) {
     h('button', { type: 'button', class: 'link', id: 'sign-out', onclick: () => app.signOut('Signed out.') }, 'Sign out'),
   );
   const m = /^#\/runs\/(\d+)$/.exec(location.hash);
-  stop = m ? runView(view, Number(m[1]), app) : runsView(view, app);
+  const c = /^#\/compare\/(\d+)\/(\d+)$/.exec(location.hash);
+  if (m) stop = runView(view, Number(m[1]), app);
+  else if (c) stop = compareView(view, Number(c[1]), Number(c[2]), app);
+  else stop = runsView(view, app);
 }
 
 function signIn(message) {

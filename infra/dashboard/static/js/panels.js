@@ -98,7 +98,7 @@ function versionFact(v) {
 // providerFact says what a run waiting for its provider waits for: the
 // provider and model, since when, its tries, the last error and the next try.
 function providerFact(w) {
-  return w.provider + ' ' + w.model + ' down since ' + fmtTime(w.since) + ' (' + fmtInt(w.tries) + ' tries): ' +
+  return w.provider + ' ' + w.model + ' down since ' + fmtTime(w.since) + ' (' + count(w.tries, 'try', 'tries') + '): ' +
     w.last_error + '; next try ' + fmtTime(w.next_try);
 }
 
@@ -106,7 +106,7 @@ function providerFact(w) {
 // their cached and reasoning parts, and the calls settled at an estimate.
 function treeFact(t) {
   const est = fmtEstimated(t.estimated_calls);
-  return count(t.runs, 'agent') + ', ' + t.working + ' working, ' + fmtInt(t.tokens) + ' tokens' + fmtTokenParts(t) +
+  return count(t.runs, 'agent') + ', ' + t.working + ' working, ' + count(t.tokens, 'token') + fmtTokenParts(t) +
     (est ? '; ' + est : '');
 }
 
@@ -184,7 +184,7 @@ function detail(ev) {
     case 'queued': return d.topic || '';
     case 'spawned': return (d.name || '') + (d.reason ? ': ' + d.reason : '');
     case 'step': return 'step ' + d.step + (d.tools && d.tools.length ? ' → ' + list(d.tools) : ' → answer') +
-      (d.failed && d.failed.length ? ' (failed: ' + list(d.failed) + ')' : '') + ' · ' + fmtInt(d.tokens) + ' tokens';
+      (d.failed && d.failed.length ? ' (failed: ' + list(d.failed) + ')' : '') + ' · ' + count(d.tokens, 'token');
     // Recorded before a step's tools were listed in its own event.
     case 'tool': return 'step ' + d.step + ': ' + d.tool + (d.error ? ' (error)' : '');
     case 'message': return (d.from ? d.from + ' ' : '') + '→ ' + (d.to || '');
@@ -196,9 +196,9 @@ function detail(ev) {
     case 'waiting_provider': return 'for ' + [d.provider, d.model].filter(Boolean).join(' ') + ', down: ' + (d.error || '') +
       (d.next_try ? ' (next try ' + fmtTime(d.next_try) + ')' : '');
     case 'provider_recovered': return [d.provider, d.model].filter(Boolean).join(' ') + ' answered again after ' +
-      (Number(d.waited_seconds) || 0).toFixed(0) + ' s (' + fmtInt(d.tries) + ' tries)';
+      (Number(d.waited_seconds) || 0).toFixed(0) + ' s (' + count(d.tries, 'try', 'tries') + ')';
     case 'answered': return d.by === 'owner' ? 'by its owner' + (d.answer ? ': ' + d.answer : '') : 'no answer by the deadline';
-    case 'completed': return d.steps !== undefined ? d.steps + ' steps' : '';
+    case 'completed': return d.steps !== undefined ? count(d.steps, 'step') : '';
     case 'failed': case 'cancelled': case 'budget_exhausted': return d.error || '';
     case 'repaired': return [d.action, d.why].filter(Boolean).join(': ');
     case 'version': return 'step ' + d.step + ' moved to this deploy\'s bundle ' + String(d.to || '').slice(0, 12) +

@@ -8,7 +8,7 @@
 // to read.
 import { api, sleep, APIError, streamEvents } from './api.js';
 import { h } from './dom.js';
-import { ended } from './format.js';
+import { count, ended } from './format.js';
 import { renderHead, renderTree, renderReport, eventRow, renderMessages, renderSources } from './panels.js';
 import { renderAsk } from './ask.js';
 import { renderPlan } from './plan.js';
@@ -50,7 +50,7 @@ export function runView(root, id, app) {
         h('section', { class: 'panel', id: 'events' }, h('h2', {}, 'Events ', el.eventCount), el.eventsScroll),
         h('section', { class: 'panel', id: 'messages' }, h('h2', {}, 'Messages between agents'), el.messages),
         el.sourcesPanel)));
-  const steps = stepsView(root, id, signal), timeline = timelineView(root, signal);
+  const steps = stepsView(root, id, signal, app), timeline = timelineView(root, signal);
 
   const state = { id, names: new Map(), after: 0, events: 0, finished: false, gone: false };
 
@@ -67,7 +67,7 @@ export function runView(root, id, app) {
     renderAsk(el.ask, run, app, scheduleRefresh);
     renderPlan(el.plan, run, app, scheduleRefresh);
     renderTree(el.tree, tree, id);
-    steps.refresh(); timeline.update(tree);
+    steps.refresh(run.root_id); timeline.update(tree);
     renderReport(el.report, run);
     import('./citations.js').then((m) => m.decorateCitations(el.report, run, signal)).catch(() => {});
     renderMessages(el.messages, msgs.messages || []);
@@ -123,7 +123,7 @@ export function runView(root, id, app) {
     timeline.addEvents(evs);
     state.events += evs.length;
     while (el.events.children.length > maxEventRows) el.events.firstChild.remove();
-    el.eventCount.textContent = state.events + (state.events === 1 ? ' event' : ' events');
+    el.eventCount.textContent = count(state.events, 'event');
     if (stick) el.eventsScroll.scrollTop = el.eventsScroll.scrollHeight;
   }
 

@@ -3,7 +3,8 @@
 // first page is read again when something on it changes: while runs on it
 // work, the page long-polls the events of their trees (at most maxWatched
 // trees at once) and reads the page again when one has news; otherwise,
-// and to see runs started elsewhere, it reads it again every idleMs.
+// and to see runs started elsewhere, it reads it again every idleMs. Two
+// runs picked with their boxes open side by side with Compare.
 import { api, sleep, APIError } from './api.js';
 import { h } from './dom.js';
 import { badge, ended, fmtCost, fmtDateTime, truncate, ago, usageCells } from './format.js';
@@ -22,8 +23,25 @@ export function runsView(root, app) {
   const body = h('tbody', { id: 'runs-body' });
   const more = h('button', { type: 'button', class: 'hidden', id: 'runs-more' }, 'Older runs');
   const status = h('p', { class: 'muted', id: 'runs-status' }, 'Loading…');
+  // picked holds the ids of the runs picked to compare, the first first;
+  // a third pick lets the first go.
+  const picked = [];
+  const compare = h('button', { type: 'button', id: 'compare-runs', disabled: true, title: 'Pick two runs to compare them',
+    onclick: () => { location.hash = '#/compare/' + picked[0] + '/' + picked[1]; } }, 'Compare');
+  const pick = (id, on) => {
+    const i = picked.indexOf(id);
+    if (on && i < 0) picked.push(id);
+    if (!on && i >= 0) picked.splice(i, 1);
+    while (picked.length > 2) {
+      const box = body.querySelector(`tr[data-run-id="${picked.shift()}"] input.pick`);
+      if (box) box.checked = false;
+    }
+    compare.disabled = picked.length !== 2;
+    compare.textContent = picked.length === 2 ? 'Compare #' + picked[0] + ' and #' + picked[1] : 'Compare';
+  };
+  const row = (r) => runRow(r, picked.includes(r.id), pick);
   const panel = h('section', { class: 'panel', id: 'runs', 'data-watching': '' },
-    h('h2', {}, 'Your runs'),
+    h('h2', {}, 'Your runs', compare),
     h('table', { class: 'grid' },
       h('thead', {}, h('tr', {},
         ['Run', 'Name', 'Topic', 'Status', 'State', 'Steps', 'Tokens', 'Cached', 'Cost', 'Created'].map((c) => h('th', {}, c)))),
@@ -156,9 +174,12 @@ function treeWatches(signal, app, changed, shown) {
   return { follow, stop };
 }
 
-function row(r) {
+// runRow is run r's row of the list, with the box that picks it to
+// compare, checked when picked; pick(id, checked) is told of a change.
+function runRow(r, checked, pick) {
   return h('tr', { 'data-run-id': r.id, 'data-status': r.status },
-    h('td', {}, h('a', { href: '#/runs/' + r.id }, '#' + r.id)),
+    h('td', { class: 'pick' }, h('input', { type: 'checkbox', class: 'pick', 'aria-label': 'Pick #' + r.id + ' to compare', checked,
+      onchange: (ev) => pick(r.id, ev.target.checked) }), h('a', { href: '#/runs/' + r.id }, '#' + r.id)),
     h('td', {}, r.name || 'research', r.parent_id ? h('span', { class: 'muted' }, ' ↳ of #' + r.parent_id) : null),
     h('td', { class: 'topic', title: r.topic }, truncate(r.topic, 120)),
     h('td', {}, badge(r.status)),

@@ -4,21 +4,27 @@
 // retries, compaction) and whose body shows the messages it added: the
 // model's reply, each tool call with its arguments and each tool's result.
 // All of it is model or page output, shown as text nodes only (dom.js h);
-// a text the API cut has a button that reads the step whole. Steps are
-// appended as they are committed, so an open step stays open.
+// a text the API cut has a button that reads the step whole. Under it, a
+// "Fork from here" form (fork.js) starts a new research from that step.
+// Steps are appended as they are committed, so an open step stays open and
+// a fork form keeps what is typed in it.
 import { api } from './api.js';
 import { h, fill } from './dom.js';
-import { fmtCost, fmtDateTime, fmtInt, fmtTime } from './format.js';
+import { count, fmtCost, fmtDateTime, fmtInt, fmtTime } from './format.js';
+import { forkControl } from './fork.js';
 
 const pageSize = 50;
 
 // stepsView adds the steps panel of run id to root and returns
-// { refresh }, which reads the steps committed since the last read.
-export function stepsView(root, id, signal) {
+// { refresh(rootID) }, which reads the steps committed since the last read;
+// rootID is the id of the run's tree's root, which forks are asked of.
+export function stepsView(root, id, signal, app) {
   const list = h('div', { id: 'steps-body' }, h('p', { class: 'muted', id: 'steps-empty' }, 'No steps yet.'));
-  const count = h('span', { class: 'muted', id: 'step-count' });
-  root.append(h('section', { class: 'panel', id: 'steps' }, h('h2', {}, 'Steps ', count), list));
+  const counter = h('span', { class: 'muted', id: 'step-count' });
+  root.append(h('section', { class: 'panel', id: 'steps' }, h('h2', {}, 'Steps ', counter), list));
   let cursor = '';
+  let rootID = id;
+  const rootOf = () => rootID;
   let shown = 0;
   let loading = null;
   let again = false;
@@ -29,17 +35,18 @@ export function stepsView(root, id, signal) {
         (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''), { signal });
       for (const s of page.steps || []) {
         if (shown === 0) list.replaceChildren();
-        list.append(stepElement(s, id, signal));
+        list.append(stepElement(s, id, signal, rootOf, app));
         shown++;
       }
       if (page.next_cursor) cursor = page.next_cursor;
       if (!page.has_more) break;
     }
-    count.textContent = shown === 1 ? '1 step' : shown + ' steps';
+    counter.textContent = count(shown, 'step');
   }
 
   // refresh reads what is new; a refresh asked while one runs runs after it.
-  function refresh() {
+  function refresh(root) {
+    if (root) rootID = root;
     if (loading) { again = true; return loading; }
     loading = (async () => {
       do {
@@ -48,7 +55,7 @@ export function stepsView(root, id, signal) {
           await readNew();
         } catch (e) {
           if (e.name === 'AbortError') return;
-          count.textContent = 'could not load the steps: ' + e.message;
+          counter.textContent = 'could not load the steps: ' + e.message;
         }
       } while (again && !signal.aborted);
       loading = null;
@@ -58,26 +65,27 @@ export function stepsView(root, id, signal) {
   return { refresh };
 }
 
-// stepElement is one step: a summary line and, opened, its messages.
-function stepElement(s, id, signal) {
+// stepElement is one step: a summary line and, opened, its messages and
+// its fork form.
+function stepElement(s, id, signal, rootOf, app) {
   const body = h('div', { class: 'step-body' }, messagesOf(s, id, signal));
   return h('details', { class: 'step', 'data-step': s.step, 'data-run-id': s.run_id },
-    h('summary', {}, summaryOf(s)), body);
+    h('summary', {}, summaryOf(s)), body, forkControl(s, rootOf, app));
 }
 
 // summaryOf is what a step took, on one line.
 function summaryOf(s) {
   const t = s.tokens || {};
   const parts = [
-    fmtInt(t.prompt + t.completion) + ' tokens' + (t.cached ? ' (' + fmtInt(t.cached) + ' cached' +
+    count(t.prompt + t.completion, 'token') + (t.cached ? ' (' + fmtInt(t.cached) + ' cached' +
       (t.reasoning ? ', ' + fmtInt(t.reasoning) + ' reasoning' : '') + ')' : (t.reasoning ? ' (' + fmtInt(t.reasoning) + ' reasoning)' : '')),
     fmtCost(s.cost_usd),
     'model ' + secs(s.model_ms),
     'tools ' + secs(s.tool_ms),
   ];
-  if (s.retries) parts.push(s.retries + (s.retries === 1 ? ' retry' : ' retries') + ' (' + (s.retry_outcomes || []).join(', ') + ')');
+  if (s.retries) parts.push(count(s.retries, 'retry', 'retries') + ' (' + (s.retry_outcomes || []).join(', ') + ')');
   if (s.version || s.behaviour) parts.push('gb ' + s.version + ' @ ' + s.behaviour);
-  if (s.compaction) parts.push('compacted: ' + s.compaction.stubbed + ' stubbed, ' + fmtInt(s.compaction.tokens_before) + ' → ' + fmtInt(s.compaction.tokens_after) + ' tokens');
+  if (s.compaction) parts.push('compacted: ' + s.compaction.stubbed + ' stubbed, ' + fmtInt(s.compaction.tokens_before) + ' → ' + count(s.compaction.tokens_after, 'token'));
   const calls = [];
   for (const m of s.messages || []) for (const c of m.tool_calls || []) calls.push(c.name);
   return [

@@ -4,13 +4,14 @@
 // (loading, waiting for capacity, retries) left pale, a bar's height
 // growing with its tokens; a parked agent (waiting for sub-agents,
 // messages, its owner) is a dashed gap, and spawns, messages and reports
-// are arrows between lanes. It is drawn from what the page already reads:
+// are arrows between lanes. Under the drawing, each question an agent asked
+// its owner is listed with its answer once there is one. It is drawn from what the page already reads:
 // the tree, the events the page long-polls, and the steps of the tree
 // without their messages (GET .../steps?messages=false&order=asc), read
 // as they are committed. Names and everything else from the API become
 // text nodes (textContent); the SVG is built with createElementNS.
 import { api } from './api.js';
-import { h } from './dom.js';
+import { h, fill } from './dom.js';
 import { count, fmtCost, fmtInt } from './format.js';
 
 const svgNS = 'http://www.w3.org/2000/svg';
@@ -65,7 +66,7 @@ export function timelineView(root, signal) {
     if (key === st.drawn && !live) return;
     st.drawn = key;
     const width = Math.max(600, Math.floor(box.clientWidth || 1200));
-    box.replaceChildren(render(st.tree, st.steps, st.events, width));
+    fill(box, render(st.tree, st.steps, st.events, width), asks(st.events, new Map(st.tree.runs.map((r) => [r.id, r.name || 'research']))));
   }
   return {
     update(tree) {
@@ -153,7 +154,7 @@ function render(tree, steps, events, width) {
   for (const r of runs) {
     const p = perRun.get(r.id);
     p.g.append(s('text', { x: width - sumW + 8, y: y(r.id) + laneH / 2 + 4, class: 'tl-sum' },
-      p.steps + (p.steps === 1 ? ' step · ' : ' steps · ') + fmtInt(p.tokens) + ' tok · ' + fmtCost(p.cost)));
+      count(p.steps, 'step') + ' · ' + fmtInt(p.tokens) + ' tok · ' + fmtCost(p.cost)));
   }
   svg.append(arrows(events, lane, x, y));
   return svg;
@@ -192,8 +193,8 @@ function stepBar(st, x, yy, maxTokens) {
   const w = (a, b) => Math.max(x(b) - x(a), 0);
   const g = s('g', { class: 'tl-step', 'data-run-id': st.run_id, 'data-step': st.step });
   g.append(s('title', {}, st.agent + ' · step ' + st.step + ' · ' + (st.model || '') + '\nmodel ' + secs(st.model_ms) +
-    ', tools ' + secs(st.tool_ms) + ', whole ' + secs(end - start) + '\n' + fmtInt(tokens) + ' tokens (' +
-    fmtInt(st.tokens.cached) + ' cached), ' + fmtCost(st.cost_usd) + (st.retries ? '\n' + st.retries + ' retries' : '')));
+    ', tools ' + secs(st.tool_ms) + ', whole ' + secs(end - start) + '\n' + count(tokens, 'token') + ' (' +
+    fmtInt(st.tokens.cached) + ' cached), ' + fmtCost(st.cost_usd) + (st.retries ? '\n' + count(st.retries, 'retry', 'retries') : '')));
   g.append(s('rect', { class: 'tl-other', x: x(start), y: top, width: Math.max(w(start, end), 2), height: bh, fill: colors.other }));
   g.append(s('rect', { class: 'tl-model', x: x(modelFrom), y: top, width: Math.max(w(modelFrom, toolsFrom), 1), height: bh, fill: colors.model }));
   if (st.tool_ms > 0) g.append(s('rect', { class: 'tl-tools', x: x(toolsFrom), y: top, width: Math.max(w(toolsFrom, end), 1), height: bh, fill: colors.tools }));
@@ -237,6 +238,32 @@ function asked(d, closed) {
     text += a.by === 'owner' ? '\nanswered: ' + (a.answer || '') : '\nno answer by its deadline';
   } else if (!closed) text += '\nwaiting for the answer';
   return text;
+}
+
+// asks lists, under the drawing, each question an agent asked its owner
+// and its answer (or that the deadline passed, or that it still waits),
+// so that a parked run's timeline says what it waits for without a
+// pointer over its park; null when no agent asked. names are the tree's
+// agents' names by run id.
+function asks(events, names) {
+  const items = [];
+  const open = new Map();
+  for (const ev of events) {
+    const d = ev.data || {};
+    if (ev.kind === 'input_required') {
+      const answer = h('div', { class: 'tl-answer muted' }, 'waiting for the answer');
+      items.push(h('li', { 'data-run-id': ev.run_id, 'data-seq': ev.seq },
+        h('strong', {}, names.get(ev.run_id) || '#' + ev.run_id), ' asked its owner: ', h('span', { class: 'tl-question' }, d.question || '(no question recorded)'),
+        answer));
+      open.set(ev.run_id, answer);
+    } else if (ev.kind === 'answered' && open.has(ev.run_id)) {
+      const answer = open.get(ev.run_id);
+      answer.className = 'tl-answer';
+      answer.textContent = d.by === 'owner' ? 'answered: ' + (d.answer || '') : 'no answer by its deadline';
+      open.delete(ev.run_id);
+    }
+  }
+  return items.length ? h('ul', { class: 'tl-asks', id: 'timeline-asks' }, items) : null;
 }
 
 // arrows draws spawns (parent to child), messages (sender to receiver)
