@@ -4,17 +4,17 @@
 //   node e2e/fork.mjs BASE_URL API_KEY ROOT_RUN_ID SUBAGENT_RUN_ID
 //
 // ROOT_RUN_ID is the root of a finished tree with sub-agents and
-// SUBAGENT_RUN_ID one of them (fork_e2e_test.go). The fork route is the
-// browser's own here (page.route): the test sees what the form sends and
-// answers it. On the root's page it forks from step 2 with every field
-// set: the form must POST to the root's fork route the agent's run id, the
-// step and each field, and, answered 202 with a research (the sub-agent's,
-// which exists), open that research's page. On the sub-agent's page it
-// forks from step 1 with the instruction alone: the request goes to the
-// root's route with the sub-agent's run id and no empty field, and a 400
-// answer's message, which holds markup, shows under the form as text while
-// the page stays. The screenshot fork.png goes to $SCREENSHOT_DIR. It
-// prints "ok: ..." per check and exits 0 when all pass.
+// SUBAGENT_RUN_ID one of them (fork_e2e_test.go). Every step of the root
+// has the form; a sub-agent's steps say a fork replays the root instead.
+// From the root's step 1, with steps, citations and an instruction set,
+// the form POSTs JSON to the API's fork route with the root's id, the
+// step and each field set, and the research the API answers 202 with
+// opens: a fork of the root at step 1, whose replayed step is marked. From
+// the root's last step, its report, the API's 400 shows under the form as
+// text; a refusal whose message holds markup (answered by the browser
+// here, page.route) shows as text and runs nothing. The screenshot
+// fork.png goes to $SCREENSHOT_DIR. It prints "forked run N", "ok: ..."
+// per check, and exits 0 when all pass.
 import path from 'node:path';
 import { open, usage } from './lib.mjs';
 
@@ -32,58 +32,74 @@ const refusal = { code: 'bad_request', field: 'step', message: 'step 1 of <img s
 await finish(run, 'fork-failure.png');
 
 async function run() {
-  const kidRun = await api('/v1/gb/research/' + kidID);
-  // What the page sends to the fork route, and how the test answers.
+  const rootRun = await api('/v1/gb/research/' + rootID);
+  // What the page sends to the fork route; answer, when set, is the
+  // browser's own answer, else the API answers.
   const sent = [];
   let answer = null;
   await page.route('**/v1/gb/research/*/fork', async (route) => {
     const r = route.request();
     sent.push({ method: r.method(), path: new URL(r.url()).pathname, type: r.headers()['content-type'], body: r.postDataJSON() });
-    await route.fulfill(answer);
+    if (answer) await route.fulfill(answer);
+    else await route.continue();
   });
 
-  // On the root's page, from step 2, with every field.
   await signIn();
+  const step = (runID, n) => `#steps-body details.step[data-run-id="${runID}"][data-step="${n}"]`;
+  await page.goto(base + '/ui/#/runs/' + kidID);
+  await page.waitForSelector(step(kidID, 1));
+  check(await page.$$eval(`#steps-body details.step[data-run-id="${kidID}"]`, (ds) => ds.length > 0 &&
+    ds.every((d) => !d.querySelector('details.fork') && d.querySelector('.fork-none'))),
+  'a sub-agent\'s steps have no fork form, and say to fork the root');
   await page.goto(base + '/ui/#/runs/' + rootID);
   await page.waitForSelector('#live.ended');
-  const step = (runID, n) => `#steps-body details.step[data-run-id="${runID}"][data-step="${n}"]`;
-  await page.waitForSelector(step(rootID, 2));
-  check(await page.$$eval('#steps-body details.step', (ds) => ds.every((d) => d.querySelector(':scope > details.fork > summary')?.textContent === 'Fork from here')),
-    'every step has its "Fork from here" control');
-  await page.click(step(rootID, 2) + ' > summary');
-  await page.click(step(rootID, 2) + ' details.fork > summary');
-  const field = (runID, n, name) => `#fork-${name}-${runID}-${n}`;
-  await page.fill(field(rootID, 2, 'model'), 'offline');
-  await page.fill(field(rootID, 2, 'cost'), '0.25');
-  await page.fill(field(rootID, 2, 'steps'), '6');
-  await page.selectOption(field(rootID, 2, 'citations'), 'flag');
-  await page.fill(field(rootID, 2, 'instruction'), 'Look at sync.Cond as well');
-  answer = { status: 202, contentType: 'application/json', headers: { Location: '/v1/gb/research/' + kidID }, body: JSON.stringify(kidRun) };
-  await page.click(step(rootID, 2) + ' .fork-form button[type=submit]');
-  await page.waitForURL(new RegExp(`#/runs/${kidID}$`));
+  await page.waitForSelector(step(rootID, rootRun.steps));
+  await page.waitForSelector(step(rootID, 1));
+  check(await page.$$eval(`#steps-body details.step[data-run-id="${rootID}"]`, (ds) => ds.length > 1 &&
+    ds.every((d) => d.querySelector(':scope > details.fork > summary')?.textContent === 'Fork from here')),
+  'every step of the root has its "Fork from here" control');
+
+  // From the root's step 1, with fields set: the API forks.
+  const field = (n, name) => `#fork-${name}-${rootID}-${n}`;
+  await page.click(step(rootID, 1) + ' > summary');
+  await page.click(step(rootID, 1) + ' details.fork > summary');
+  await page.fill(field(1, 'steps'), '6');
+  await page.selectOption(field(1, 'citations'), 'flag');
+  await page.fill(field(1, 'instruction'), 'Look at sync.Cond as well');
+  await page.click(step(rootID, 1) + ' .fork-form button[type=submit]');
+  await page.waitForURL((u) => /#\/runs\/\d+$/.test(u.hash) && u.hash !== '#/runs/' + rootID);
+  const forkID = Number(new URL(page.url()).hash.split('/').pop());
   check(sent.length === 1 && sent[0].method === 'POST' && sent[0].path === `/v1/gb/research/${rootID}/fork` && sent[0].type === 'application/json',
     'the form POSTs JSON to the root\'s fork route: ' + JSON.stringify(sent[0] && sent[0].path));
-  const want = { agent: rootID, step: 2, model: 'offline', max_cost_usd: 0.25, max_steps: 6, citations: 'flag', instruction: 'Look at sync.Cond as well' };
-  check(JSON.stringify(sent[0].body) === JSON.stringify(want), 'it sends the agent, the step and every field: ' + JSON.stringify(sent[0].body));
-  await page.waitForFunction((name) => document.querySelector('#run-title')?.textContent.includes(name), kidRun.name);
-  check(true, 'answered 202, the page opens the new research: #' + kidID);
+  const want = { agent: rootID, step: 1, max_steps: 6, citations: 'flag', instruction: 'Look at sync.Cond as well' };
+  check(JSON.stringify(sent[0].body) === JSON.stringify(want), 'it sends the root, the step and every field set: ' + JSON.stringify(sent[0].body));
+  const fork = await api('/v1/gb/research/' + forkID);
+  check(fork.forked_from === rootID && fork.fork_step === 1 && fork.max_steps === 6, 'the page opens the fork: #' + forkID);
+  console.log('forked run ' + forkID);
+  await page.waitForSelector(step(forkID, 1) + ' .badge.replayed');
+  check(true, 'the fork\'s step 1 is marked replayed');
+  const from = await page.textContent('#run-head');
+  check(from.includes('Forked from') && from.includes('#' + rootID + ' at step 1'), 'the fork\'s head says what it was forked from');
 
-  // On the sub-agent's page, from step 1, with the instruction alone; refused.
-  await page.waitForSelector(step(kidID, 1));
-  await page.click(step(kidID, 1) + ' > summary');
-  await page.click(step(kidID, 1) + ' details.fork > summary');
-  await page.fill(field(kidID, 1, 'instruction'), 'Stop after the first source');
+  // From the root's report: the API refuses, and says why under the form.
+  await page.goto(base + '/ui/#/runs/' + rootID);
+  await page.waitForSelector(step(rootID, rootRun.steps));
+  const last = step(rootID, rootRun.steps);
+  await page.click(last + ' > summary');
+  await page.click(last + ' details.fork > summary');
+  await page.click(last + ' .fork-form button[type=submit]');
+  await page.waitForSelector(last + ' .fork-note.error');
+  const said = await page.textContent(last + ' .fork-note.error');
+  check(said.startsWith('step: ') && said.includes('report'), 'the API\'s 400 shows under the form: ' + said);
+
+  // A refusal with markup in it shows as text.
   answer = { status: 400, contentType: 'application/json', body: JSON.stringify({ error: refusal }) };
-  await page.click(step(kidID, 1) + ' .fork-form button[type=submit]');
-  const note = step(kidID, 1) + ' .fork-note.error';
-  await page.waitForSelector(note);
-  check(sent.length === 2 && sent[1].path === `/v1/gb/research/${rootID}/fork` &&
-    JSON.stringify(sent[1].body) === JSON.stringify({ agent: kidID, step: 1, instruction: 'Stop after the first source' }),
-    'a sub-agent\'s fork goes to its root\'s route with the sub-agent\'s run id, no empty field: ' + JSON.stringify(sent[1]));
-  check(await page.textContent(note) === 'step: ' + refusal.message, 'a 400 shows its message under the form: ' + await page.textContent(note));
+  await page.click(last + ' .fork-form button[type=submit]');
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.includes('onerror'), last + ' .fork-note.error');
+  check(await page.textContent(last + ' .fork-note.error') === 'step: ' + refusal.message, 'a refusal\'s markup shows as text');
   check(await page.$$eval('#steps img', (is) => is.length) === 0 && await page.evaluate(() => window.__xss === undefined),
-    'the message\'s markup shows as text and runs nothing');
-  check(new URL(page.url()).hash === '#/runs/' + kidID && await page.isEnabled(step(kidID, 1) + ' .fork-form button[type=submit]'),
+    'the message\'s markup runs nothing');
+  check(new URL(page.url()).hash === '#/runs/' + rootID && await page.isEnabled(last + ' .fork-form button[type=submit]'),
     'the page stays, and the form can be sent again');
-  await page.locator(step(kidID, 1)).screenshot({ path: path.join(shots, 'fork.png') });
+  await page.locator(last).screenshot({ path: path.join(shots, 'fork.png') });
 }

@@ -1,5 +1,5 @@
-// The "Fork from here" control of a step: a form that starts a new
-// research from the tree as it stood at one step of one of its agents,
+// The "Fork from here" control of a step of a root: a form that starts a
+// new research replaying the root up to that step, then going on live
 // with the model, budget, steps, citation check and an instruction the
 // owner may change (POST /v1/gb/research/{root}/fork with the agent's run
 // id and the step; fields left empty are left out, so the research's own

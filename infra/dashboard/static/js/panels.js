@@ -80,6 +80,7 @@ function headFacts(run) {
     ['Cost', fmtCost(run.cost_usd)],
     [run.parent_id ? 'Subtree' : 'Tree', run.tree ? treeFact(run.tree) : ''],
     ['Model', run.model],
+    run.forked_from ? ['Forked from', h('a', { href: '#/runs/' + run.forked_from }, '#' + run.forked_from + ' at step ' + run.fork_step)] : null,
     run.version ? ['Version', versionFact(run.version)] : null,
     ['Dataset', run.dataset],
     ['Created', fmtDateTime(run.created_at)],

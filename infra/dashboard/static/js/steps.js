@@ -66,11 +66,14 @@ export function stepsView(root, id, signal, app) {
 }
 
 // stepElement is one step: a summary line and, opened, its messages and
-// its fork form.
+// its fork form (a root's step) or a note that a fork replays the root.
 function stepElement(s, id, signal, rootOf, app) {
   const body = h('div', { class: 'step-body' }, messagesOf(s, id, signal));
+  // A fork replays its research's root: a sub-agent's step says so.
+  const fork = s.agent === 'root' ? forkControl(s, rootOf, app)
+    : h('p', { class: 'muted fork-none' }, 'To fork from here, fork the root at the step that read this agent\'s report.');
   return h('details', { class: 'step', 'data-step': s.step, 'data-run-id': s.run_id },
-    h('summary', {}, summaryOf(s)), body, forkControl(s, rootOf, app));
+    h('summary', {}, summaryOf(s), s.replayed ? h('span', { class: 'badge replayed' }, ' replayed') : null), body, fork);
 }
 
 // summaryOf is what a step took, on one line.
