@@ -40,6 +40,9 @@ import (
 //   - a line running the test suite (infra/test.sh, go test) is not run:
 //     this walk is one of its tests.
 //
+// A skipped line that is one bin/gb command with no variable still runs
+// with --help added: its subcommand and flags must exist.
+//
 // Every other line must be runnable offline: bin/gb (or go run ./cmd/gb),
 // go build/env, curl, jq, infra/pg.sh and a few shell tools; the test fails
 // on a line that runs anything else (sam, aws, apt-get…) or a bare gb
@@ -97,8 +100,13 @@ func TestREADMEWalk(t *testing.T) {
 			t.Logf("README.md:%d: block ran in %s", b.line, res.took[b.line].Round(100*time.Millisecond))
 		}
 		for _, l := range b.lines {
-			if l.skip != "" && b.needs == "" {
+			switch {
+			case l.skip != "" && b.needs == "" && helpCheck(l) != "":
+				t.Logf("README.md:%d: line skipped (%s), its command and flags checked with --help", l.line, l.skip)
+			case l.skip != "" && b.needs == "":
 				t.Logf("README.md:%d: line skipped (%s)", l.line, l.skip)
+			case res.lineTook[l.line] > 5*time.Second:
+				t.Logf("README.md:%d: line ran in %s", l.line, res.lineTook[l.line].Round(100*time.Millisecond))
 			}
 		}
 	}
@@ -202,8 +210,12 @@ func walkScript(blocks []readmeBlock, ports map[string]string) (string, []int) {
 		var sets []string
 		for _, l := range blk.lines {
 			if l.skip != "" {
+				if check := helpCheck(l); check != "" {
+					add(l.line, check)
+				}
 				continue
 			}
+			add(0, fmt.Sprintf(`echo "line %d $EPOCHREALTIME" >&3`, l.line))
 			add(l.line, loopbackPort.ReplaceAllStringFunc(l.text, func(m string) string {
 				sub := loopbackPort.FindStringSubmatch(m)
 				return sub[1] + sub[2] + ":" + ports[sub[3]]
@@ -214,8 +226,24 @@ func walkScript(blocks []readmeBlock, ports map[string]string) (string, []int) {
 			add(0, fmt.Sprintf(`echo "var %d %s ${%s-}" >&3`, blk.line, v, v))
 		}
 		add(0, fmt.Sprintf(`echo "end %d $EPOCHREALTIME" >&3`, blk.line))
+		add(0, `echo "line 0 $EPOCHREALTIME" >&3`)
 	}
 	return b.String(), lineOf
+}
+
+// helpCheck is what the walk runs for a skipped line that is one gb
+// command with no variable in it: the command with --help, which checks
+// its subcommand and flags and runs nothing; "" for any other line.
+func helpCheck(l readmeLine) string {
+	code, _ := splitComment(l.text)
+	cmds := shellCommands(code)
+	if len(cmds) != 1 || cmds[0].background || strings.Contains(code, "$") || strings.ContainsAny(code, "<>|;&") {
+		return ""
+	}
+	if w := cmds[0].words; len(w) < 2 || w[0] != "bin/gb" {
+		return ""
+	}
+	return strings.TrimRight(code, " \t") + " --help >/dev/null"
 }
 
 // walkResult is what the walk's script did: its output, how long each
@@ -224,7 +252,8 @@ func walkScript(blocks []readmeBlock, ports map[string]string) (string, []int) {
 type walkResult struct {
 	out      []byte
 	err      error
-	took     map[int]time.Duration
+	took     map[int]time.Duration // by block
+	lineTook map[int]time.Duration // by line
 	vars     map[int]map[string]string
 	failLine int
 }
@@ -256,7 +285,7 @@ func runWalk(t *testing.T, dir, script string, env []string) walkResult {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
-	res := walkResult{took: map[int]time.Duration{}, vars: map[int]map[string]string{}}
+	res := walkResult{took: map[int]time.Duration{}, lineTook: map[int]time.Duration{}, vars: map[int]map[string]string{}}
 	res.err = cmd.Run()
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -269,6 +298,7 @@ func runWalk(t *testing.T, dir, script string, env []string) walkResult {
 		t.Fatal(err)
 	}
 	started := map[int]float64{}
+	line, lineStart := 0, 0.0
 	sc := bufio.NewScanner(progress)
 	for sc.Scan() {
 		f := strings.SplitN(sc.Text(), " ", 4)
@@ -277,6 +307,12 @@ func runWalk(t *testing.T, dir, script string, env []string) walkResult {
 		}
 		n, _ := strconv.Atoi(f[1])
 		switch f[0] {
+		case "line":
+			at, _ := strconv.ParseFloat(f[2], 64)
+			if line > 0 {
+				res.lineTook[line] = time.Duration((at - lineStart) * float64(time.Second))
+			}
+			line, lineStart = n, at
 		case "start":
 			started[n], _ = strconv.ParseFloat(f[2], 64)
 		case "end":
