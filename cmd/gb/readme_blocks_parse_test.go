@@ -71,6 +71,12 @@ func TestREADMEBlocksAreClassified(t *testing.T) {
 	if got[0].n != 2 || blocks[0].needs != "" {
 		t.Errorf("the continued line spans %d lines; the first block needs %q", got[0].n, blocks[0].needs)
 	}
+	if c := helpCheck(got[5]); c != "bin/gb webhooks set https://YOUR-RECEIVER/gb --help >/dev/null" {
+		t.Errorf("the skipped gb line is checked with %q", c)
+	}
+	if c := helpCheck(got[2]); c != "" {
+		t.Errorf("a line with a server in the background is checked with %q", c)
+	}
 	if b := blocks[1]; b.needs != "Needs root and the network: apt-get installs it." || b.lines[0].problem == "" {
 		t.Errorf("the marked block: needs %q, line %+v", b.needs, b.lines[0])
 	}

@@ -23,8 +23,9 @@ import (
 
 // TestREADMEWalk runs every fenced shell block of README.md (```sh, ```bash,
 // ```shell, ```console) as written, in README order, in one bash process
-// at the checkout's top with errexit, nounset and pipefail, curl failing on
-// an error status: a variable an earlier block set is there for the later
+// at the checkout's top (where go build -o bin/gb leaves bin/gb, as it does
+// for a reader) with errexit, nounset and pipefail, curl failing on an
+// error status: a variable an earlier block set is there for the later
 // ones, and a server an earlier block started with & serves them. The
 // machine is a fresh one with the offline model: no model key, no search
 // provider, DATABASE_URL a new database of this test (infra/pg.sh start
@@ -112,13 +113,17 @@ func TestREADMEWalk(t *testing.T) {
 	}
 	if res.err != nil {
 		at := "before its first block"
-		if res.failLine > 0 && res.failLine <= len(lineOf) && lineOf[res.failLine-1] > 0 {
+		switch {
+		case res.failLine > 0 && res.failLine <= len(lineOf) && lineOf[res.failLine-1] > 0:
 			at = fmt.Sprintf("at README.md:%d:\n\t%s", lineOf[res.failLine-1], readmeLineText(blocks, lineOf[res.failLine-1]))
+		case res.lastLine > 0:
+			at = fmt.Sprintf("while README.md:%d ran:\n\t%s", res.lastLine, readmeLineText(blocks, res.lastLine))
 		}
 		t.Fatalf("the README's blocks failed (%v) %s\n--- the last of their output:\n%s", res.err, at, lastLines(res.out, 150))
 	}
 
 	s := &cliStack{pool: pool}
+	walkthroughs := 0
 	for _, b := range blocks {
 		vars := res.vars[b.line]
 		switch {
@@ -126,15 +131,24 @@ func TestREADMEWalk(t *testing.T) {
 			checkAnswered(t, s, walkID(t, vars, "ask"), "the standard library only")
 			checkPlanRan(t, s, walkID(t, vars, "plan"), "")
 			checkCancelled(t, s, walkID(t, vars, "later"))
+			walkthroughs++
 		case strings.Contains(b.text, "$API/v1/gb/research/$ask/answer"):
 			checkAnswered(t, s, walkID(t, vars, "ask"), "the standard library only")
 			checkPlanRan(t, s, walkID(t, vars, "plan"), "routers")
+			walkthroughs++
 		}
 	}
-	if strings.Contains(string(readme), "bin/gb webhooks listen") && !regexp.MustCompile(`research\.succeeded research \d+ succeeded`).Match(res.out) {
-		t.Errorf("gb webhooks listen printed no verified event:\n%s", lastLines(res.out, 150))
+	if walkthroughs != 2 {
+		t.Errorf("found %d of the owner walkthroughs (the CLI's and the REST API's), want 2", walkthroughs)
+	}
+	if !listenedLine.Match(res.out) {
+		t.Errorf("gb webhooks listen printed no line like the README's:\n%s", lastLines(res.out, 150))
 	}
 }
+
+// listenedLine is the line gb webhooks listen prints for a verified event,
+// as the Webhooks block shows it.
+var listenedLine = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d research\.succeeded research \d+ succeeded · msg_\w+ · \d+ agents?, \d+ steps, \d+ tokens · \$\d+\.\d+ · /v1/gb/research/\d+$`)
 
 // walkTimeout bounds the whole walk.
 const walkTimeout = 8 * time.Minute
@@ -256,6 +270,7 @@ type walkResult struct {
 	lineTook map[int]time.Duration // by line
 	vars     map[int]map[string]string
 	failLine int
+	lastLine int // the README line that ran last
 }
 
 // runWalk runs script with bash in dir, env added to this process's
@@ -313,6 +328,9 @@ func runWalk(t *testing.T, dir, script string, env []string) walkResult {
 				res.lineTook[line] = time.Duration((at - lineStart) * float64(time.Second))
 			}
 			line, lineStart = n, at
+			if n > 0 {
+				res.lastLine = n
+			}
 		case "start":
 			started[n], _ = strconv.ParseFloat(f[2], 64)
 		case "end":
