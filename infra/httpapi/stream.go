@@ -124,6 +124,18 @@ func (a *api) pump(ctx context.Context, s *sse, st *streamState) {
 	if dl, ok := ctx.Deadline(); ok && dl.Add(-streamMargin).Before(stop) {
 		stop = dl.Add(-streamMargin)
 	}
+	// A tree that ended before the stream opened gets what it has left and
+	// the end at once, not after a wait for events that cannot come (a
+	// client that has every event of an ended tree waited a heartbeat).
+	status, ended, err := a.treeEnded(ctx, st.root)
+	if err != nil {
+		a.streamFailed(ctx, s, st, err)
+		return
+	}
+	if ended {
+		a.finish(ctx, s, st, status)
+		return
+	}
 	for {
 		wait := min(a.StreamHeartbeat, time.Until(stop))
 		if wait <= 0 {

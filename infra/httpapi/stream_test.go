@@ -453,3 +453,43 @@ func TestEventStreamEndsWhenTheTreeIsDeleted(t *testing.T) {
 		}
 	}
 }
+
+// TestEventStreamOfAnEndedTreeEndsAtOnce opens the stream of a tree that
+// has ended with Last-Event-ID at its last event: the end comes at once,
+// not after a heartbeat's wait for events that cannot come.
+func TestEventStreamOfAnEndedTreeEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	b, base := streamBundle(t, httpapi.Deps{StreamHeartbeat: time.Minute})
+	code, run := b.call(t, b.alice, "POST", "/v1/gb/research", `{"topic":"ended before the stream"}`)
+	if code != 202 {
+		t.Fatalf("create: %d %v", code, run)
+	}
+	id := int64(run["id"].(float64))
+	if code, _ := b.call(t, b.alice, "POST", fmt.Sprintf("/v1/gb/research/%d/cancel", id), ""); code != 200 {
+		t.Fatalf("cancel: %d", code)
+	}
+	all, err := jobs.Events(context.Background(), b.agent.Pool(), id, 0, 1000)
+	if err != nil || len(all) == 0 {
+		t.Fatalf("the tree's events: %d (%v)", len(all), err)
+	}
+	start := time.Now()
+	c, code, body := openStream(t, base, b.alice, id, strconv.Itoa(len(all)), "")
+	if c == nil {
+		t.Fatalf("stream: %d %s", code, body)
+	}
+	for {
+		f, err := c.next()
+		if err != nil {
+			t.Fatalf("the stream dropped without an end: %v", err)
+		}
+		if f.id != "" && f.event == "" {
+			t.Fatalf("event %s again, after Last-Event-ID %d", f.id, len(all))
+		}
+		if f.event == "end" {
+			break
+		}
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the end came after %s", took)
+	}
+}
