@@ -1,25 +1,15 @@
 package jobs
 
 // The statements of a step, in the order a step sends them. A step job
-// loads its run in one round trip (markThinkingSQL, then the run, its
-// tree's budget, its conversation and its parent's unread inputs, sent as
-// one batch). A step whose tools are all read-only and after which the
-// same job goes on commits in one round trip: lockRootSQL, recordStepSQL
-// and the parent's inputs for the next step, as one batch in one implicit
-// transaction. Any other step opens a transaction: lockTreeSQL, the
+// loads its run in one round trip of reads (the run, its tree's budget,
+// its conversation and its parent's unread inputs, sent as one batch); its
+// first admission marks the run thinking (admitFirstSQL). A step whose
+// tools are all read-only and after which the same job goes on commits in
+// one round trip: lockRootSQL (a sub-agent's), recordStepSQL, the parent's
+// inputs for the next step and the next call's admission, as one batch in
+// one implicit transaction. Any other step opens a transaction: lockTreeSQL, the
 // tools that run in it, recordStepSQL, then what comes next (an end, a
 // park, or the next step job).
-
-// markThinkingSQL marks a run thinking, with a row of its state history,
-// when the job ($2 is the step it was made for) will make a step of it; a
-// run already thinking (the job's previous step said so), or waiting for
-// its provider (outage.go says when that ends), is left alone.
-const markThinkingSQL = `WITH u AS (
-		UPDATE gb_agent_research_runs SET state = 'thinking', updated_at = now()
-		WHERE id = $1 AND status IN ('queued', 'working') AND steps + 1 >= $2
-			AND state NOT IN ('thinking', 'waiting_provider')
-		RETURNING id, steps)
-	INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, 'thinking', steps + 1 FROM u`
 
 // rootLimitsSQL reads the budget of a run's tree from its root.
 const rootLimitsSQL = `SELECT t.max_tokens, t.max_cost_usd::float8 FROM gb_agent_research_runs r
