@@ -55,6 +55,8 @@ type turn struct {
 	// thinkingDue says the run does not show thinking yet: the job's
 	// first admission marks it (admitFirstSQL).
 	thinkingDue bool
+	// prompt is the system prompt the job built last (prompt.go).
+	prompt promptMemo
 }
 
 // work makes the steps of the job's run, each in its own transaction, until
