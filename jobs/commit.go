@@ -105,7 +105,7 @@ func (a *Service) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 		b.Queue(lockRootSQL, run.RootID)
 	}
 	var recorded bool
-	b.Queue(recordStepSQL, rec.args).QueryRow(func(row pgx.Row) error {
+	b.Queue(recordStep.sql, recordStep.args(rec.args)...).QueryRow(func(row pgx.Row) error {
 		var notified int64
 		return row.Scan(&recorded, &notified)
 	})
@@ -256,7 +256,7 @@ func (a *Service) lockStep(ctx context.Context, tx pgx.Tx, c *stepCommit) (*Run,
 // sent).
 func (a *Service) queueRecord(ctx context.Context, tx pgx.Tx, end *ending, rec *record, recorded *bool) error {
 	b := end.batch()
-	b.Queue(recordStepSQL, rec.args).QueryRow(func(row pgx.Row) error {
+	b.Queue(recordStep.sql, recordStep.args(rec.args)...).QueryRow(func(row pgx.Row) error {
 		var notified int64
 		if err := row.Scan(recorded, &notified); err != nil {
 			return fmt.Errorf("error recording step %d of run %v: %w", rec.step, rec.args["run"], err)
