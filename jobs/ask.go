@@ -243,7 +243,7 @@ func (a *Service) endWithFindings(ctx context.Context, t *turn, why string) erro
 // configuration and the limits learned, so a retried step builds the same
 // request.
 func (a *Service) buildRequest(t *turn, conv []llm.Message, last, closing bool, level int, lim providerLimits) (llm.Request, bool, error) {
-	req, err := a.request(t.run, conv, last, closing)
+	req, err := a.requestWith(&t.prompt, t.run, conv, last, closing)
 	if err != nil {
 		return req, false, err
 	}

@@ -47,14 +47,33 @@ type callRef struct {
 // now, $14 gb's own count of the prompt, $15 whether it is the root's
 // closing call, $16 a breaker key whose breaker open stops the admission
 // (empty for none), $17 the readied row (0 for none).
-var admitCallSQL = admitSQL("true")
+var admitCallSQL = admitSQL("true", false)
+
+// admitFirstSQL is admitCallSQL for the first call of a job whose run does
+// not show thinking yet: when tried, the same statement marks the run
+// thinking, with a row of its state history (a run waiting for its
+// provider is left alone: outage.go says when that ends). The job's load
+// thus writes nothing, and the run shows thinking from its job's first
+// call.
+var admitFirstSQL = admitSQL("true", true)
 
 // admitSQL is admitCallSQL tried only when guard holds (and the breaker
-// $16 is not open).
-func admitSQL(guard string) string {
+// $16 is not open); thinking marks the run thinking too (admitFirstSQL).
+func admitSQL(guard string, thinking bool) string {
+	mark := ""
+	if thinking {
+		mark = `
+	th AS (
+		UPDATE gb_agent_research_runs SET state = 'thinking', updated_at = now()
+		WHERE (SELECT ok FROM g) AND id = $1 AND status IN ('queued', 'working')
+			AND state NOT IN ('thinking', 'waiting_provider')
+		RETURNING id, steps),
+	ths AS (
+		INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, 'thinking', steps + 1 FROM th),`
+	}
 	return `WITH g AS (
 		SELECT (` + guard + `) AND NOT EXISTS (SELECT 1 FROM gb_provider_breakers
-			WHERE key = $16::text AND opened_at IS NOT NULL) AS ok),
+			WHERE key = $16::text AND opened_at IS NOT NULL) AS ok),` + mark + `
 	q AS (
 		SELECT id, not_before, reserved_tokens FROM gb_model_calls
 		WHERE (SELECT ok FROM g) AND run_id = $1 AND step = $2
@@ -109,7 +128,11 @@ func (a *Service) admitCall(ctx context.Context, db DB, t *turn, step int, req l
 		attempted = *job.AttemptedAt
 	}
 	var tried bool
-	err := db.QueryRow(ctx, admitCallSQL, run.ID, step, key, tokens, job.ID, job.Attempt, attempted,
+	sql := admitCallSQL
+	if t.thinkingDue {
+		sql = admitFirstSQL
+	}
+	err := db.QueryRow(ctx, sql, run.ID, step, key, tokens, job.ID, job.Attempt, attempted,
 		est.PromptTokens+est.CompletionTokens, est.CostUSD, model.Name(), run.RootID, req.MaxCompletionTokens,
 		admitNow, llm.EstimatePromptTokens(req), closing, "", t.readied.reserved()).Scan(&at, &c.call.id, &status, &tried)
 	if err != nil {
@@ -117,6 +140,10 @@ func (a *Service) admitCall(ctx context.Context, db DB, t *turn, step int, req l
 	}
 	if at != nil {
 		c.at = *at
+	}
+	if t.thinkingDue && tried {
+		t.thinkingDue = false
+		t.run.State = StateThinking
 	}
 	if c.call.id != 0 && c.call.id == t.readied.reserved() {
 		t.readied.used = true // the readied row is this call's now

@@ -118,7 +118,9 @@ func (a *Service) judgeFor(run *Run) llm.Model {
 // (takeJudgements).
 func (a *Service) judgeReport(ctx context.Context, t *turn, step int, report string) error {
 	judge := a.judgeFor(t.run)
-	if judge == nil || strings.TrimSpace(report) == "" {
+	if judge == nil || strings.TrimSpace(report) == "" || !strings.Contains(report, "[") {
+		// A report with no marker ([n]) cites nothing the judge could
+		// weigh: the tree's sources are not read for it.
 		return nil
 	}
 	mode, err := treeCitationsMode(ctx, a.pool, t.run)

@@ -79,7 +79,8 @@ func (c *stepCommit) readOnly() bool {
 // commitFast records a step whose tools all ran before it, and reads the
 // parent's inputs for the next step, in one batch: one round trip and one
 // implicit transaction, which locks the tree's root first like every
-// writer. A run that moved on meanwhile (cancelled, deleted) records
+// writer (a sub-agent's with lockRootSQL, a root's with the update of its
+// own row that recordStepSQL begins with). A run that moved on meanwhile (cancelled, deleted) records
 // nothing and the job ends (dropStep).
 func (a *Service) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 	t := c.turn
@@ -98,9 +99,13 @@ func (a *Service) commitFast(ctx context.Context, c *stepCommit) (bool, error) {
 	a.injectFault(FaultAfterTools)
 	a.injectFault(FaultBeforeCommit)
 	b := &pgx.Batch{}
-	b.Queue(lockRootSQL, run.RootID)
+	if run.RootID != run.ID {
+		// A root's own record locks the root first: recordStepSQL's
+		// first write is the update of its row.
+		b.Queue(lockRootSQL, run.RootID)
+	}
 	var recorded bool
-	b.Queue(recordStepSQL, rec.args).QueryRow(func(row pgx.Row) error {
+	b.Queue(recordStep.sql, recordStep.args(rec.args)...).QueryRow(func(row pgx.Row) error {
 		var notified int64
 		return row.Scan(&recorded, &notified)
 	})
@@ -251,7 +256,7 @@ func (a *Service) lockStep(ctx context.Context, tx pgx.Tx, c *stepCommit) (*Run,
 // sent).
 func (a *Service) queueRecord(ctx context.Context, tx pgx.Tx, end *ending, rec *record, recorded *bool) error {
 	b := end.batch()
-	b.Queue(recordStepSQL, rec.args).QueryRow(func(row pgx.Row) error {
+	b.Queue(recordStep.sql, recordStep.args(rec.args)...).QueryRow(func(row pgx.Row) error {
 		var notified int64
 		if err := row.Scan(recorded, &notified); err != nil {
 			return fmt.Errorf("error recording step %d of run %v: %w", rec.step, rec.args["run"], err)

@@ -116,7 +116,7 @@ func (a *Service) checkLoaded(t *turn) {
 // ($16) is not open: admitCallSQL's admission, which says whether it was
 // tried.
 var admitNextSQL = admitSQL(`EXISTS (SELECT 1 FROM gb_agent_research_runs WHERE id = $1 AND steps = $2 - 1
-		AND status = 'working')`)
+		AND status = 'working')`, false)
 
 // readyNext builds the request of the step after c, which the same job
 // makes next, from the conversation c's commit leaves (msgs after the

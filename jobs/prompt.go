@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/gbresearch/gb/jobs/llm"
 	"github.com/gbresearch/gb/jobs/prompts"
@@ -18,8 +19,43 @@ import (
 // request builds the model request of a step: the system prompt of the
 // run's place in its tree, the conversation and the tools it may call.
 func (a *Service) request(run *Run, msgs []llm.Message, last, outOfBudget bool) (llm.Request, error) {
+	return a.requestWith(nil, run, msgs, last, outOfBudget)
+}
+
+// promptMemo is the system prompt a step job built last for its run, and
+// what it was built from: the run's bundle, its tools and its report's
+// tokens (the rest of what systemPrompt reads is the run's own and does
+// not change). The job's next step reuses it when they are the same:
+// rendering the prompt's templates anew was a tenth of a step's CPU.
+type promptMemo struct {
+	bundle *behaviour
+	names  string
+	tokens int
+	text   string
+}
+
+// systemPromptWith is systemPrompt, from m when m holds it (nil: none).
+func (a *Service) systemPromptWith(m *promptMemo, run *Run, names []string) (string, error) {
+	if m == nil {
+		return a.systemPrompt(run, names)
+	}
+	bundle, joined, tokens := a.pinOf(run), strings.Join(names, ","), a.reportTokens(run)
+	if m.bundle == bundle && m.names == joined && m.tokens == tokens {
+		return m.text, nil
+	}
+	text, err := a.systemPrompt(run, names)
+	if err != nil {
+		return "", err
+	}
+	*m = promptMemo{bundle: bundle, names: joined, tokens: tokens, text: text}
+	return text, nil
+}
+
+// requestWith is request with the system prompt memo m of the run's job
+// (nil: none).
+func (a *Service) requestWith(m *promptMemo, run *Run, msgs []llm.Message, last, outOfBudget bool) (llm.Request, error) {
 	names := a.toolNamesFor(run)
-	system, err := a.systemPrompt(run, names)
+	system, err := a.systemPromptWith(m, run, names)
 	if err != nil {
 		return llm.Request{}, err
 	}

@@ -1,25 +1,22 @@
 package jobs
 
+import (
+	"context"
+	"regexp"
+
+	"github.com/jackc/pgx/v5"
+)
+
 // The statements of a step, in the order a step sends them. A step job
-// loads its run in one round trip (markThinkingSQL, then the run, its
-// tree's budget, its conversation and its parent's unread inputs, sent as
-// one batch). A step whose tools are all read-only and after which the
-// same job goes on commits in one round trip: lockRootSQL, recordStepSQL
-// and the parent's inputs for the next step, as one batch in one implicit
-// transaction. Any other step opens a transaction: lockTreeSQL, the
+// loads its run in one round trip of reads (the run, its tree's budget,
+// its conversation and its parent's unread inputs, sent as one batch); its
+// first admission marks the run thinking (admitFirstSQL). A step whose
+// tools are all read-only and after which the same job goes on commits in
+// one round trip: lockRootSQL (a sub-agent's), recordStepSQL, the parent's
+// inputs for the next step and the next call's admission, as one batch in
+// one implicit transaction. Any other step opens a transaction: lockTreeSQL, the
 // tools that run in it, recordStepSQL, then what comes next (an end, a
 // park, or the next step job).
-
-// markThinkingSQL marks a run thinking, with a row of its state history,
-// when the job ($2 is the step it was made for) will make a step of it; a
-// run already thinking (the job's previous step said so), or waiting for
-// its provider (outage.go says when that ends), is left alone.
-const markThinkingSQL = `WITH u AS (
-		UPDATE gb_agent_research_runs SET state = 'thinking', updated_at = now()
-		WHERE id = $1 AND status IN ('queued', 'working') AND steps + 1 >= $2
-			AND state NOT IN ('thinking', 'waiting_provider')
-		RETURNING id, steps)
-	INSERT INTO gb_agent_research_states (run_id, state, step) SELECT id, 'thinking', steps + 1 FROM u`
 
 // rootLimitsSQL reads the budget of a run's tree from its root.
 const rootLimitsSQL = `SELECT t.max_tokens, t.max_cost_usd::float8 FROM gb_agent_research_runs r
@@ -135,3 +132,47 @@ const insertSubagentSQL = `INSERT INTO gb_agent_research_runs
 	VALUES (@user, @parent, @root, @depth, @name, @reason, @topic, @model, @dataset, @max_steps, @agent_type,
 		@deadline, @max_subagents, @tree_started_at, @pinned)
 	RETURNING ` + runColumns
+
+// namedSQL is a statement written with named arguments (@name), rewritten
+// to positional ones ($n) once: pgx's NamedArgs rewrites the statement's
+// text on every call, which for recordStepSQL was a tenth of a step's CPU.
+type namedSQL struct {
+	sql   string
+	names []string // the argument of each position, from $1
+}
+
+// namedArgRE finds what may be a named argument; pgx's rewrite tells
+// which ones are (not in a string, a comment or a quoted name).
+var namedArgRE = regexp.MustCompile(`@([A-Za-z_][A-Za-z0-9_]*)`)
+
+// rewriteNamed rewrites sql with pgx's own rewrite of named arguments,
+// each name given as its own value so that the order of the arguments
+// names them.
+func rewriteNamed(sql string) *namedSQL {
+	na := pgx.NamedArgs{}
+	for _, m := range namedArgRE.FindAllStringSubmatch(sql, -1) {
+		na[m[1]] = m[1]
+	}
+	out, args, err := na.RewriteQuery(context.Background(), nil, sql, nil)
+	if err != nil {
+		panic("jobs: cannot rewrite a statement's named arguments: " + err.Error())
+	}
+	n := &namedSQL{sql: out, names: make([]string, len(args))}
+	for i, a := range args {
+		n.names[i] = a.(string)
+	}
+	return n
+}
+
+// args are the values of na in the order of the statement's positions,
+// NULL for a name na lacks (as pgx sends it).
+func (n *namedSQL) args(na pgx.NamedArgs) []any {
+	out := make([]any, len(n.names))
+	for i, name := range n.names {
+		out[i] = na[name]
+	}
+	return out
+}
+
+// recordStep is recordStepSQL with positional arguments.
+var recordStep = rewriteNamed(recordStepSQL)

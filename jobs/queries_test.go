@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"testing"
@@ -43,4 +44,31 @@ func TestStateArgsNameEveryPlaceholder(t *testing.T) {
 	args := stateArgs(7, StateWaiting, 2)
 	checkNamedArgs(t, "addStateSQL", addStateSQL, args)
 	checkNamedArgs(t, "setStateSQL", setStateSQL, args)
+}
+
+// TestRecordStepRewrittenAsPgxDoes checks that recordStep, rewritten once,
+// is the statement and the arguments pgx's NamedArgs makes of
+// recordStepSQL on each call.
+func TestRecordStepRewrittenAsPgxDoes(t *testing.T) {
+	c := &stepCommit{turn: &turn{}, step: 3}
+	rec, err := newRecord(c, &Run{ID: 7, State: StateThinking}, &toolEnv{}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sql, args, err := rec.args.RewriteQuery(t.Context(), nil, recordStepSQL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recordStep.sql != sql {
+		t.Errorf("rewritten once:\n%s\npgx:\n%s", recordStep.sql, sql)
+	}
+	got := recordStep.args(rec.args)
+	if len(got) != len(args) {
+		t.Fatalf("%d arguments, pgx %d", len(got), len(args))
+	}
+	for i := range got {
+		if !reflect.DeepEqual(got[i], args[i]) {
+			t.Errorf("argument $%d (%s): %v, pgx %v", i+1, recordStep.names[i], got[i], args[i])
+		}
+	}
 }

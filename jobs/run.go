@@ -319,7 +319,7 @@ func queryRuns(ctx context.Context, db DB, sql string, args ...any) ([]*Run, err
 // addStateSQL adds a row to a run's state history: the run entered
 // @state at @step. It is the history's one insert on its own; two
 // statements insert a row in the same statement as the change of the run
-// it records (markThinkingSQL, setStateSQL), and recordStepSQL keeps a
+// it records (admitFirstSQL, setStateSQL), and recordStepSQL keeps a
 // step's states on the step's row (statesSQL reads both).
 const addStateSQL = `INSERT INTO gb_agent_research_states (run_id, state, step) VALUES (@run, @state, @step)`
 

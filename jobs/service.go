@@ -146,7 +146,18 @@ func (a *Service) StartResearch(ctx context.Context, p StartParams) (run *Run, c
 	}
 	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
 		run, created = nil, false
-		c, err := startChecks(ctx, tx, p)
+		// A start that reads no other tree's notes inserts its run in the
+		// batch of its checks; insertRootSQL inserts only what they allow.
+		var insert func(*pgx.Batch)
+		var inserted *Run
+		if len(p.NotesFrom) == 0 {
+			args, err := a.insertRootArgs(ctx, p, a.subagentLimit(nil))
+			if err != nil {
+				return err
+			}
+			insert = func(b *pgx.Batch) { queueInsertRoot(b, args, &inserted) }
+		}
+		c, err := startChecks(ctx, tx, p, insert)
 		if err != nil {
 			return err
 		}
@@ -157,12 +168,16 @@ func (a *Service) StartResearch(ctx context.Context, p StartParams) (run *Run, c
 		if err := c.check(ctx, tx, p); err != nil {
 			return err
 		}
-		if p.WebhookURL == "" && c.userWebhook != nil {
-			p.WebhookURL = *c.userWebhook
-		}
-		run, err = a.insertRoot(ctx, tx, p, a.subagentLimit(c.userLimit))
-		if err != nil {
-			return err
+		if run = inserted; run == nil {
+			if insert != nil {
+				return errStartRefused // the checks passed, the insert's own did not
+			}
+			if p.WebhookURL == "" && c.userWebhook != nil {
+				p.WebhookURL = *c.userWebhook
+			}
+			if run, err = a.insertRoot(ctx, tx, p, a.subagentLimit(c.userLimit)); err != nil {
+				return err
+			}
 		}
 		created = true
 		return a.enqueueStep(ctx, tx, run, 1)

@@ -52,6 +52,11 @@ type turn struct {
 	// next step, and readied what the step under way took of it
 	// (next_call.go).
 	next, readied *nextCall
+	// thinkingDue says the run does not show thinking yet: the job's
+	// first admission marks it (admitFirstSQL).
+	thinkingDue bool
+	// prompt is the system prompt the job built last (prompt.go).
+	prompt promptMemo
 }
 
 // work makes the steps of the job's run, each in its own transaction, until
@@ -68,19 +73,19 @@ func (a *Service) work(ctx context.Context, job *river.Job[StepArgs]) error {
 	}
 }
 
-// load reads, in one round trip, the run the job works on (marking it
-// thinking when the job will make a step), its tree's budget, its
+// load reads, in one round trip, the run the job works on, its tree's
+// budget, its
 // conversation, its parent's unread inputs, the provider's token ratio of
 // its latest call, the refusals of its calls that did not fit, and the
 // behaviour bundle it is pinned to when the process does not hold it
 // (behaviour.go; the process's own is stored with its first load). It
 // returns false when there is nothing to do: the run was deleted, ended,
 // is parked, or has not reached the step the job was made for. A retried
-// job goes on from the run's last committed step.
+// job goes on from the run's last committed step. It writes nothing: the
+// job's first admission marks the run thinking (admitFirstSQL).
 func (a *Service) load(ctx context.Context, t *turn) (bool, error) {
 	id := t.job.Args.RunID
 	b := &pgx.Batch{}
-	b.Queue(markThinkingSQL, id, t.job.Args.Step)
 	var run *Run
 	var runErr error
 	b.Queue(runByIDSQL, id).Query(func(rows pgx.Rows) error {
@@ -145,6 +150,7 @@ func (a *Service) load(ctx context.Context, t *turn) (bool, error) {
 		return false, nil
 	}
 	t.run = run
+	t.thinkingDue = run.State != StateThinking && run.State != StateWaitingProvider
 	a.checkLoaded(t)
 	return true, nil
 }

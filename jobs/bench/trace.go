@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -32,6 +33,39 @@ const (
 type Tracer struct {
 	mu    sync.Mutex
 	stmts map[Statement]int64
+	// known caches what classify and writes say of each SQL text, which
+	// the statements of gb and River repeat: classifying them anew each
+	// time was a tenth of the bench's own CPU. At most maxKnown texts are
+	// kept.
+	known  sync.Map // string -> sqlInfo
+	nKnown atomic.Int64
+}
+
+// sqlInfo is what the Tracer knows of one SQL text.
+type sqlInfo struct {
+	stmt   Statement // Alone unset
+	batch  string    // the Text of a batch it begins
+	writes bool      // it may write (writes)
+}
+
+// maxKnown bounds the SQL texts a Tracer caches: a statement built with
+// its values in its text is classified anew each time past it.
+const maxKnown = 4096
+
+// info is what classify and writes say of sql, from the cache when sql was
+// seen before.
+func (t *Tracer) info(sql string) sqlInfo {
+	if v, ok := t.known.Load(sql); ok {
+		return v.(sqlInfo)
+	}
+	i := sqlInfo{stmt: classify(sql), writes: writes.MatchString(sql)}
+	i.batch = "batch: " + i.stmt.Text
+	if t.nKnown.Load() < maxKnown {
+		if _, loaded := t.known.LoadOrStore(sql, i); !loaded {
+			t.nKnown.Add(1)
+		}
+	}
+	return i
 }
 
 // Statement is one kind of statement as the Tracer counts it.
@@ -50,9 +84,9 @@ type Statement struct {
 var writes = regexp.MustCompile(`(?i)\b(insert\s+into|update|delete\s+from|merge\s+into|pg_notify|nextval|setval)\b`)
 
 // alone says whether conn is outside a transaction, so that a statement
-// that writes commits on its own.
-func alone(conn *pgx.Conn, sql string) bool {
-	return conn != nil && conn.PgConn().TxStatus() == 'I' && writes.MatchString(sql)
+// that writes (i.writes) commits on its own.
+func alone(conn *pgx.Conn, i sqlInfo) bool {
+	return conn != nil && conn.PgConn().TxStatus() == 'I' && i.writes
 }
 
 // NewTracer returns a Tracer with nothing counted.
@@ -73,8 +107,9 @@ func (t *Tracer) count(s Statement) {
 
 // TraceQueryStart counts a query or an Exec.
 func (t *Tracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	s := classify(d.SQL)
-	s.Alone = s.Kind != KindTx && alone(conn, d.SQL)
+	i := t.info(d.SQL)
+	s := i.stmt
+	s.Alone = s.Kind != KindTx && alone(conn, i)
 	t.count(s)
 	return ctx
 }
@@ -87,10 +122,10 @@ func (t *Tracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData
 func (t *Tracer) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	s := Statement{Kind: KindGB, Text: "batch"}
 	if d.Batch != nil && len(d.Batch.QueuedQueries) > 0 {
-		first := classify(d.Batch.QueuedQueries[0].SQL)
-		s = Statement{Kind: first.Kind, Text: "batch: " + first.Text}
+		first := t.info(d.Batch.QueuedQueries[0].SQL)
+		s = Statement{Kind: first.stmt.Kind, Text: first.batch}
 		for _, q := range d.Batch.QueuedQueries {
-			s.Alone = s.Alone || alone(conn, q.SQL)
+			s.Alone = s.Alone || alone(conn, t.info(q.SQL))
 		}
 	}
 	t.count(s)

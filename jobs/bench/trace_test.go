@@ -66,3 +66,23 @@ func TestTraceCounts(t *testing.T) {
 		t.Errorf("top statement %+v", top)
 	}
 }
+
+// TestTracerCachesWhatItKnows checks that a statement seen again is
+// counted as when it was first seen, in and out of a batch.
+func TestTracerCachesWhatItKnows(t *testing.T) {
+	tr := NewTracer()
+	ctx := t.Context()
+	for range 3 {
+		tr.TraceQueryStart(ctx, nil, pgx.TraceQueryStartData{SQL: "SELECT  1\n\tFROM x"})
+		b := &pgx.Batch{}
+		b.Queue("SELECT  1\n\tFROM x")
+		tr.TraceBatchStart(ctx, nil, pgx.TraceBatchStartData{Batch: b})
+	}
+	c := tr.Snapshot()
+	if c[Statement{Kind: KindGB, Text: "SELECT 1 FROM x"}] != 3 || c[Statement{Kind: KindGB, Text: "batch: SELECT 1 FROM x"}] != 3 {
+		t.Errorf("counts %v", c)
+	}
+	if i := tr.info("INSERT INTO x VALUES (1)"); !i.writes || i.stmt.Kind != KindGB {
+		t.Errorf("info of an insert: %+v", i)
+	}
+}
