@@ -112,7 +112,7 @@ func (a *Service) Fork(ctx context.Context, p ForkParams) (*Run, error) {
 		if err != nil {
 			return err
 		}
-		c, err := startChecks(ctx, tx, sp)
+		c, err := startChecks(ctx, tx, sp, nil)
 		if err != nil {
 			return err
 		}
