@@ -107,8 +107,9 @@ func splitBlockLines(text []string, first int, console bool) []readmeLine {
 	return out
 }
 
-// A shell command the walk knows: it runs offline as written, or is the
-// test suite (which the walk is part of, so it does not run it again).
+// The commands the walk knows: walkTools and goRunnable run offline as
+// written; suiteTools are the test suite, which the walk is part of, so it
+// does not run them again.
 var (
 	walkTools = map[string]bool{
 		"bin/gb": true, "./bin/gb": true, "curl": true, "jq": true, "infra/pg.sh": true,
@@ -124,6 +125,7 @@ var (
 		"elif": true, "do": true, "done": true, "fi": true, "!": true, "{": true, "}": true, "(": true, ")": true}
 )
 
+// assignment is a word that sets a variable (name=value), its name first.
 var assignment = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=`)
 
 // classifyLine sets what the walk does with l: it runs it, skips it (a

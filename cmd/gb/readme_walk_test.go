@@ -16,7 +16,8 @@ import (
 )
 
 // TestREADMEWalk runs every fenced shell block of README.md (```sh, ```bash,
-// ```shell, ```console) as written, in README order, in one bash process
+// ```shell, and ```console, whose commands are the lines after a "$ "
+// prompt) as written, in README order, in one bash process
 // at the checkout's top (where go build -o bin/gb leaves bin/gb, as it does
 // for a reader) with errexit, nounset and pipefail, curl failing on an
 // error status: a variable an earlier block set is there for the later
