@@ -47,7 +47,7 @@ type callRef struct {
 // now, $14 gb's own count of the prompt, $15 whether it is the root's
 // closing call, $16 a breaker key whose breaker open stops the admission
 // (empty for none), $17 the readied row (0 for none).
-var admitCallSQL = admitSQL("true", false)
+var admitCallSQL = admitSQL("true", false, "")
 
 // admitFirstSQL is admitCallSQL for the first call of a job whose run does
 // not show thinking yet: when tried, the same statement marks the run
@@ -55,11 +55,17 @@ var admitCallSQL = admitSQL("true", false)
 // provider is left alone: outage.go says when that ends). The job's load
 // thus writes nothing, and the run shows thinking from its job's first
 // call.
-var admitFirstSQL = admitSQL("true", true)
+var admitFirstSQL = admitSQL("true", true, "")
 
 // admitSQL is admitCallSQL tried only when guard holds (and the breaker
-// $16 is not open); thinking marks the run thinking too (admitFirstSQL).
-func admitSQL(guard string, thinking bool) string {
+// $16 is not open); thinking marks the run thinking too (admitFirstSQL),
+// and also, when not empty, is a statement of one row whose columns the
+// result ends with (admitNextSQL's limits).
+func admitSQL(guard string, thinking bool, also string) string {
+	from, cols := "v", ""
+	if also != "" {
+		from, cols = "v, ("+also+") lim", ", lim.*"
+	}
 	mark := ""
 	if thinking {
 		mark = `
@@ -97,8 +103,8 @@ func admitSQL(guard string, thinking bool) string {
 		FROM v WHERE NOT EXISTS (SELECT 1 FROM q) AND v.at < 'infinity'
 		RETURNING id)
 	SELECT CASE WHEN isfinite(v.at) THEN v.at END, coalesce((SELECT id FROM up), (SELECT id FROM ins), 0), v.status,
-		(SELECT ok FROM g)
-	FROM v`
+		(SELECT ok FROM g)` + cols + `
+	FROM ` + from
 }
 
 // admitNow is how soon a start counts as now: a call that may start within

@@ -75,9 +75,7 @@ var nextLimitsSQL = limitsOfSQL("$1::text", "")
 var loadLimitsSQL = limitsOfSQL("CASE WHEN r.model = ANY($2::text[]) THEN r.model ELSE $3::text END",
 	"FROM gb_agent_research_runs r WHERE r.id = $1")
 
-// scanLimits reads a row of limitsOfSQL into n, for the model named want
-// ("" for whichever the row names): a row for another model leaves n
-// unread (nil model).
+// scanLimits reads a row of limitsOfSQL into n (no row: none read).
 func (n *nextCall) scanLimits(row pgx.Row) error {
 	var troubled bool
 	err := row.Scan(&n.model, &n.lim.window, &n.lim.tpm, &troubled)
@@ -114,9 +112,10 @@ func (a *Service) checkLoaded(t *turn) {
 // admitNextSQL admits step $2's call in the commit of the step before it,
 // when that step was recorded (the run is at it) and the model's breaker
 // ($16) is not open: admitCallSQL's admission, which says whether it was
-// tried.
+// tried, followed by the model's limits and breaker (limitsOfSQL for the
+// model $10), read in the same statement.
 var admitNextSQL = admitSQL(`EXISTS (SELECT 1 FROM gb_agent_research_runs WHERE id = $1 AND steps = $2 - 1
-		AND status = 'working')`, false)
+		AND status = 'working')`, false, limitsOfSQL("$10::text", ""))
 
 // readyNext builds the request of the step after c, which the same job
 // makes next, from the conversation c's commit leaves (msgs after the
@@ -126,8 +125,8 @@ var admitNextSQL = admitSQL(`EXISTS (SELECT 1 FROM gb_agent_research_runs WHERE 
 func (a *Service) readyNext(b *pgx.Batch, c *stepCommit, msgs []llm.Message) (*nextCall, error) {
 	t, run := c.turn, c.turn.run
 	n := &nextCall{step: c.step + 1}
-	a.queueLimits(b, run, n)
 	if !t.limits.none() || run.ProviderWait != nil {
+		a.queueLimits(b, run, n)
 		return n, nil
 	}
 	conv := append(slices.Clip(t.history), msgs...)
@@ -137,6 +136,7 @@ func (a *Service) readyNext(b *pgx.Batch, c *stepCommit, msgs []llm.Message) (*n
 	req, fits, err := a.buildRequest(t, conv, last, false, level, t.lim)
 	n.compaction, t.compaction = t.compaction, saved
 	if err != nil || !fits {
+		a.queueLimits(b, run, n)
 		return n, err // the step finds out for itself
 	}
 	n.req, n.convLen, n.last, n.level = &req, len(conv), last, level
@@ -155,10 +155,11 @@ func (a *Service) readyNext(b *pgx.Batch, c *stepCommit, msgs []llm.Message) (*n
 		admitNow, n.own, false, breaker, int64(0)).QueryRow(func(row pgx.Row) error {
 		var at *time.Time
 		var status string
-		var tried bool
-		if err := row.Scan(&at, &n.call.id, &status, &tried); err != nil {
+		var tried, troubled bool
+		if err := row.Scan(&at, &n.call.id, &status, &tried, &n.model, &n.lim.window, &n.lim.tpm, &troubled); err != nil {
 			return err
 		}
+		n.clean = !troubled
 		if !tried || status != "reserved" {
 			// Not tried, too large for the limit, or queued for later:
 			// the step's own admission finds the row queued, if any.
