@@ -127,13 +127,7 @@ func (a *api) pump(ctx context.Context, s *sse, st *streamState) {
 	// A tree that ended before the stream opened gets what it has left and
 	// the end at once, not after a wait for events that cannot come (a
 	// client that has every event of an ended tree waited a heartbeat).
-	status, ended, err := a.treeEnded(ctx, st.root)
-	if err != nil {
-		a.streamFailed(ctx, s, st, err)
-		return
-	}
-	if ended {
-		a.finish(ctx, s, st, status)
+	if a.endedTree(ctx, s, st) {
 		return
 	}
 	for {
@@ -159,13 +153,7 @@ func (a *api) pump(ctx context.Context, s *sse, st *streamState) {
 		if len(evs) == streamPage {
 			continue // a full page: there is more at once
 		}
-		status, ended, err := a.treeEnded(ctx, st.root)
-		if err != nil {
-			a.streamFailed(ctx, s, st, err)
-			return
-		}
-		if ended {
-			a.finish(ctx, s, st, status)
+		if a.endedTree(ctx, s, st) {
 			return
 		}
 		if len(evs) == 0 && s.send([]byte(": heartbeat\n\n")) != nil {
@@ -276,6 +264,21 @@ func (a *api) seqOfNumber(ctx context.Context, root, n int64) (int64, error) {
 		}
 		return seq, nil
 	})
+}
+
+// endedTree ends the stream when every run of its tree has ended (with
+// the last events and the end) or when that cannot be read (with the
+// error), and says whether it did.
+func (a *api) endedTree(ctx context.Context, s *sse, st *streamState) bool {
+	status, ended, err := a.treeEnded(ctx, st.root)
+	if err != nil {
+		a.streamFailed(ctx, s, st, err)
+		return true
+	}
+	if ended {
+		a.finish(ctx, s, st, status)
+	}
+	return ended
 }
 
 // treeEnded says whether every run of the tree has ended, with its root's

@@ -11,6 +11,11 @@ import (
 // The brains of the scenarios: deterministic stand-ins for a model, which
 // act on what the request holds the way a research model would.
 
+// call is an answer that calls one tool.
+func call(id, name, args string) openaifake.Answer {
+	return openaifake.Answer{ToolCalls: []openaifake.ToolCall{{ID: id, Name: name, Arguments: args}}}
+}
+
 // mayCall reports whether the request lets the model call a tool.
 func mayCall(req *openaifake.Request) bool {
 	return len(req.Tools) > 0 && req.ToolChoice != "none"

@@ -124,9 +124,6 @@ func (e *Env) readForkRun(ctx context.Context, root int64, fr *ForkRun) error {
 // forkBrain plays ForkTree's agents.
 func forkBrain(p *pages, req *openaifake.Request) openaifake.Answer {
 	t, k := task(req), turns(req)
-	call := func(id, name, args string) openaifake.Answer {
-		return openaifake.Answer{ToolCalls: []openaifake.ToolCall{{ID: id, Name: name, Arguments: args}}}
-	}
 	switch {
 	case !mayCall(req):
 		return report(req, t)

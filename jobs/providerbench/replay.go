@@ -179,9 +179,6 @@ func brief(m openaifake.Message) string {
 // replayBrain plays ReplayTree's agents.
 func replayBrain(p *pages, req *openaifake.Request, subs int) openaifake.Answer {
 	t, k := task(req), turns(req)
-	call := func(id, name, args string) openaifake.Answer {
-		return openaifake.Answer{ToolCalls: []openaifake.ToolCall{{ID: id, Name: name, Arguments: args}}}
-	}
 	switch {
 	case !mayCall(req):
 		return report(req, t)
