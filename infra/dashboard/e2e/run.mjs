@@ -522,14 +522,17 @@ async function checkLayout(id) {
   for (const width of [1280, 400]) {
     await page.setViewportSize({ width, height: 900 });
     await page.waitForSelector(`#tree-table tbody tr[data-run-id="${id}"]`);
-    const apart = await page.$$eval('#run-head dl.facts dd', (dds) => dds.map((dd) => {
+    // Read in one task of the page (document.querySelector), not through
+    // a handle found first: a refresh may replace the elements between.
+    const apart = await page.evaluate(() => Array.from(document.querySelectorAll('#run-head dl.facts dd')).map((dd) => {
       const dt = dd.previousElementSibling;
       const a = dt.getBoundingClientRect();
       const b = dd.getBoundingClientRect();
       return { label: dt.textContent, ok: dt.tagName === 'DT' && Math.abs(a.left - b.left) < 2 && a.bottom <= b.top + 1 && b.top - a.bottom < 8 };
     }).filter((f) => !f.ok).map((f) => f.label));
     check(apart.length === 0, `at ${width} px every fact's label stands above its value: apart ${JSON.stringify(apart)}`);
-    const scroll = await page.$eval('#tree-scroll', (box) => {
+    const scroll = await page.evaluate(() => {
+      const box = document.querySelector('#tree-scroll');
       const last = box.querySelector('#tree-table thead th:last-child');
       box.scrollLeft = box.scrollWidth;
       const r = last.getBoundingClientRect();
