@@ -45,7 +45,7 @@ func checkPinMode(field, mode string) error {
 	case "", PinRun, PinLatest:
 		return nil
 	}
-	return fmt.Errorf("%s: %q is not a pin mode; the modes are %s and %s", field, mode, PinRun, PinLatest)
+	return &FieldError{field, fmt.Sprintf("%q is not a pin mode; the modes are %s and %s", mode, PinRun, PinLatest)}
 }
 
 // stamped is the gb version a build stamps in with -ldflags

@@ -78,11 +78,7 @@ func (p *ForkParams) check() error {
 	if p.Step < 0 {
 		return &FieldError{"step", fmt.Sprintf("is %d; give the last step to replay, 0 to replay none", p.Step)}
 	}
-	if p.Pin != "" && p.Pin != PinRun && p.Pin != PinLatest {
-		return &FieldError{"pin", fmt.Sprintf("%q is not a pin; give %s (the original's prompts, types and tools) or %s (this deploy's)",
-			p.Pin, PinRun, PinLatest)}
-	}
-	return nil
+	return checkPinMode("pin", p.Pin)
 }
 
 // Fork starts a research forked from step p.Step of the root of research

@@ -9,6 +9,20 @@ import (
 	"github.com/gbresearch/gb/jobs"
 )
 
+// forkBody is the body of POST /v1/gb/research/{id}/fork that gb research
+// fork and MCP's fork_research send: what is left zero is the original's.
+type forkBody struct {
+	Agent       int64   `json:"agent,omitempty"`
+	Step        int     `json:"step"`
+	Model       string  `json:"model,omitempty"`
+	Pin         string  `json:"pin,omitempty"`
+	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
+	MaxTokens   int64   `json:"max_tokens,omitempty"`
+	MaxSteps    int     `json:"max_steps,omitempty"`
+	Citations   string  `json:"citations,omitempty"`
+	Instruction string  `json:"instruction,omitempty"`
+}
+
 // researchForkCmd is gb research fork: POST /v1/gb/research/{id}/fork.
 func researchForkCmd() *cobra.Command {
 	var (
@@ -43,23 +57,8 @@ its own: its id is printed, and gb research diff ID FORK compares the two.`,
 			if err != nil {
 				return err
 			}
-			body := map[string]any{"step": step}
-			for k, v := range map[string]string{"model": model, "pin": pin, "citations": citations, "instruction": instruction} {
-				if v != "" {
-					body[k] = v
-				}
-			}
-			for k, v := range map[string]int64{"agent": agent, "max_tokens": maxTokens} {
-				if v != 0 {
-					body[k] = v
-				}
-			}
-			if maxCost != 0 {
-				body["max_cost_usd"] = maxCost
-			}
-			if cmd.Flags().Changed("max-steps") {
-				body["max_steps"] = maxSteps
-			}
+			body := forkBody{Agent: agent, Step: step, Model: model, Pin: pin, MaxCostUSD: maxCost, MaxTokens: maxTokens,
+				MaxSteps: maxSteps, Citations: citations, Instruction: instruction}
 			var run jobs.Run
 			if err := c.do(ctx, "POST", fmt.Sprintf("/v1/gb/research/%d/fork", id), body, &run); err != nil {
 				return err
@@ -111,21 +110,8 @@ func forkTool(c *apiClient) mcpTool {
 			if err := checkID(in.ID); err != nil {
 				return nil, err
 			}
-			body := map[string]any{"step": in.Step}
-			for k, v := range map[string]string{"model": in.Model, "pin": in.Pin, "citations": in.Citations, "instruction": in.Instruction} {
-				if v != "" {
-					body[k] = v
-				}
-			}
-			if in.MaxCostUSD != 0 {
-				body["max_cost_usd"] = in.MaxCostUSD
-			}
-			if in.MaxTokens != 0 {
-				body["max_tokens"] = in.MaxTokens
-			}
-			if in.MaxSteps != 0 {
-				body["max_steps"] = in.MaxSteps
-			}
+			body := forkBody{Step: in.Step, Model: in.Model, Pin: in.Pin, MaxCostUSD: in.MaxCostUSD, MaxTokens: in.MaxTokens,
+				MaxSteps: in.MaxSteps, Citations: in.Citations, Instruction: in.Instruction}
 			var run mcpOut
 			if err := c.do(ctx, "POST", fmt.Sprintf("/v1/gb/research/%d/fork", in.ID), body, &run); err != nil {
 				return nil, err
