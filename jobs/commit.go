@@ -160,12 +160,11 @@ func (a *Service) dropLocked(ctx context.Context, tx pgx.Tx, c *stepCommit, run 
 func (a *Service) commitTx(ctx context.Context, c *stepCommit) (more bool, err error) {
 	t, step := c.turn, c.step
 	var next *nextCall
-	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+	var locked func() (*Run, *ending)
+	lock := func(b *pgx.Batch) { locked = queueLockStep(b, c) }
+	err = beginBatch(ctx, a.pool, lock, func(tx pgx.Tx) error {
 		more, next = false, nil
-		run, end, err := a.lockStep(ctx, tx, c)
-		if err != nil {
-			return err
-		}
+		run, end := locked()
 		if run == nil || run.Ended() || run.Status == StatusWaiting || run.Steps != step-1 {
 			return a.dropLocked(ctx, tx, c, run) // cancelled, deleted or already done meanwhile
 		}
@@ -240,15 +239,17 @@ func (a *Service) commitTx(ctx context.Context, c *stepCommit) (more bool, err e
 	return more, err
 }
 
-// lockStep locks the tree of a step's run and the run (lockTree); for a
-// reply with no tool calls, which may end the run, it also reads what the
-// end reads (lockEnding).
-func (a *Service) lockStep(ctx context.Context, tx pgx.Tx, c *stepCommit) (*Run, *ending, error) {
+// queueLockStep queues on b the lock of the tree of a step's run and of
+// the run (queueLockTree); for a reply with no tool calls, which may end
+// the run, also what the end reads (queueLockEnding). Once b ran, locked
+// gives the run (nil when it is gone) and the ending's reads.
+func queueLockStep(b *pgx.Batch, c *stepCommit) (locked func() (*Run, *ending)) {
+	run := queueLockTree(b, c.turn.run)
+	var end *ending
 	if len(c.reply.ToolCalls) == 0 && !c.goOn {
-		return a.lockEnding(ctx, tx, c.turn.run, c.reply.Content)
+		end = queueLockEnding(b, c.turn.run, c.reply.Content)
 	}
-	run, err := a.lockTree(ctx, tx, c.turn.run)
-	return run, nil, err
+	return func() (*Run, *ending) { return *run, end }
 }
 
 // queueRecord records a step (recordStepSQL) in tx: now, or with the

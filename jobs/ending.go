@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -11,11 +10,12 @@ import (
 )
 
 // A step whose reply ends its run (a report) commits in fewer round
-// trips than a step that runs tools in its transaction: the tree's lock
-// reads, in the same batch, what the end reads after it (the tree's runs,
-// for the sub-agents the end cancels, and the tree's sources, for the
-// citation check), and the step's record, its citations and the run's end
-// go to Postgres together, in the batch that ends the run.
+// trips than a step that runs tools in its transaction: the batch that
+// begins the transaction and locks the tree reads what the end reads
+// after it (the tree's runs, for the sub-agents the end cancels, and the
+// tree's sources, for the citation check), and the step's record, its
+// citations and the run's end go to Postgres together, in the batch that
+// ends the run.
 
 // ending is what the transaction of a step that may end its run read with
 // its lock, and the writes it holds back to send with the end's own.
@@ -30,17 +30,12 @@ type ending struct {
 const treeRunsSQL = "SELECT " + runColumns + ` FROM gb_agent_research_runs WHERE root_id = $1
 	ORDER BY depth DESC, id`
 
-// lockEnding locks the tree of run and run itself, like lockTree, and
-// reads in the same round trip the tree's runs and, when the report will
-// be checked, the tree's sources. It returns a nil run when the run is gone.
-func (a *Service) lockEnding(ctx context.Context, tx pgx.Tx, run *Run, report string) (*Run, *ending, error) {
+// queueLockEnding queues on b, after the lock of the tree of run and of
+// run itself (queueLockTree), what the end reads: the tree's runs and,
+// when the report will be checked, the tree's sources. Once b ran, the
+// ending holds them.
+func queueLockEnding(b *pgx.Batch, run *Run, report string) *ending {
 	end := &ending{b: &pgx.Batch{}}
-	var locked []*Run
-	b := &pgx.Batch{}
-	b.Queue(lockTreeSQL, []int64{run.RootID, run.ID}).Query(func(rows pgx.Rows) (err error) {
-		locked, err = pgx.AppendRows([]*Run(nil), rows, scanRun)
-		return err
-	})
 	b.Queue(treeRunsSQL, run.RootID).Query(func(rows pgx.Rows) (err error) {
 		end.tree, err = pgx.AppendRows([]*Run(nil), rows, scanRun)
 		return err
@@ -52,15 +47,7 @@ func (a *Service) lockEnding(ctx context.Context, tx pgx.Tx, run *Run, report st
 			return err
 		})
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, fmt.Errorf("error locking tree %d: %w", run.RootID, err)
-	}
-	for _, r := range locked {
-		if r.ID == run.ID {
-			return r, end, nil
-		}
-	}
-	return nil, end, nil
+	return end
 }
 
 // batch is where the end queues its writes: the held-back ones' batch,

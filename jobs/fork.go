@@ -108,7 +108,7 @@ func (a *Service) Fork(ctx context.Context, p ForkParams) (*Run, error) {
 		if err != nil {
 			return err
 		}
-		c, err := startChecks(ctx, tx, sp, nil)
+		c, err := startChecks(ctx, tx, sp)
 		if err != nil {
 			return err
 		}

@@ -283,6 +283,25 @@ func (a *Service) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, erro
 	return nil, nil
 }
 
+// queueLockTree queues on b lockTreeSQL for run: once b ran, *locked is
+// the run as locked, or nil when it is gone.
+func queueLockTree(b *pgx.Batch, run *Run) (locked **Run) {
+	locked = new(*Run)
+	b.Queue(lockTreeSQL, []int64{run.RootID, run.ID}).Query(func(rows pgx.Rows) error {
+		runs, err := pgx.AppendRows([]*Run(nil), rows, scanRun)
+		if err != nil {
+			return fmt.Errorf("error locking tree %d: %w", run.RootID, err)
+		}
+		for _, r := range runs {
+			if r.ID == run.ID {
+				*locked = r
+			}
+		}
+		return nil
+	})
+	return locked
+}
+
 // lockTreeByID locks the tree of the run id, then the run (lockTree),
 // after reading the run unlocked for its root. It returns nil when the run
 // is gone.

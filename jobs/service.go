@@ -144,23 +144,21 @@ func (a *Service) StartResearch(ctx context.Context, p StartParams) (run *Run, c
 	if err := a.checkWebhookURL(ctx, "webhook_url", p.WebhookURL); err != nil {
 		return nil, false, err
 	}
-	err = pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
-		run, created = nil, false
-		// A start that reads no other tree's notes inserts its run in the
-		// batch of its checks; insertRootSQL inserts only what they allow.
-		var insert func(*pgx.Batch)
-		var inserted *Run
-		if len(p.NotesFrom) == 0 {
-			args, err := a.insertRootArgs(ctx, p, a.subagentLimit(nil))
-			if err != nil {
-				return err
-			}
-			insert = func(b *pgx.Batch) { queueInsertRoot(b, args, &inserted) }
-		}
-		c, err := startChecks(ctx, tx, p, insert)
+	// A start that reads no other tree's notes inserts its run in the
+	// batch of its checks; insertRootSQL inserts only what they allow.
+	var insert func(*pgx.Batch)
+	var inserted *Run
+	if len(p.NotesFrom) == 0 {
+		args, err := a.insertRootArgs(ctx, p, a.subagentLimit(nil))
 		if err != nil {
-			return err
+			return nil, false, err
 		}
+		insert = func(b *pgx.Batch) { queueInsertRoot(b, args, &inserted) }
+	}
+	var c *started
+	checks := func(b *pgx.Batch) { c = queueStartChecks(b, p, insert) }
+	err = beginBatch(ctx, a.pool, checks, func(tx pgx.Tx) error {
+		var err error
 		if c.existing != nil {
 			run = c.existing // the schedule key's run, started before
 			return nil

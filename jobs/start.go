@@ -13,10 +13,10 @@ import (
 	"github.com/gbresearch/gb/jobs/kb"
 )
 
-// A root research starts in one transaction: the user locked, the start's
-// limits read and the run inserted with its first state, its first event
-// and the trees whose notes it reads (one batch; insertRootSQL inserts
-// only what the limits allow), its first step job inserted (River's insert
+// A root research starts in one transaction: its BEGIN, the user locked,
+// the start's limits read and the run inserted with its first state, its
+// first event and the trees whose notes it reads (one batch; insertRootSQL
+// inserts only what the limits allow), its first step job inserted (River's insert
 // and its notification), and the commit. A start that reads the notes of
 // other trees checks that the user owns them first, and inserts its run in
 // a round trip of its own.
@@ -43,11 +43,21 @@ type started struct {
 }
 
 // startChecks locks the user and reads what the start is checked
-// against, in one round trip, in tx; insert, when not nil, queues the
-// run's insert last in that batch.
-func startChecks(ctx context.Context, tx pgx.Tx, p StartParams, insert func(*pgx.Batch)) (*started, error) {
-	c := &started{}
+// against, in one round trip, in tx (queueStartChecks).
+func startChecks(ctx context.Context, tx pgx.Tx, p StartParams) (*started, error) {
 	b := &pgx.Batch{}
+	c := queueStartChecks(b, p, nil)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// queueStartChecks queues on b the lock of the user and the reads of what
+// the start is checked against; insert, when not nil, queues the run's
+// insert after them. Once b ran, the started holds what they read.
+func queueStartChecks(b *pgx.Batch, p StartParams, insert func(*pgx.Batch)) *started {
+	c := &started{}
 	b.Queue(lockUserSQL, p.UserID).QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(&c.userLimit, &c.userWebhook); err != nil {
 			return fmt.Errorf("error locking user: %w", err)
@@ -73,10 +83,7 @@ func startChecks(ctx context.Context, tx pgx.Tx, p StartParams, insert func(*pgx
 	if insert != nil {
 		insert(b)
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c
 }
 
 // check refuses a start its limits do not allow: an unknown dataset, a

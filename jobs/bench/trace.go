@@ -117,19 +117,52 @@ func (t *Tracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.Trac
 // TraceQueryEnd does nothing.
 func (t *Tracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// TraceBatchStart counts a batch, one round trip, by its first statement;
-// outside a transaction it is one (an implicit one).
+// TraceBatchStart counts a batch, one round trip, by its first statement
+// (by the one after it when it is a BEGIN: pgx's Batch.BeginTx). A write
+// in it outside a transaction (an implicit one), or a COMMIT in it, makes
+// it a commit; a BEGIN in it opens the transaction its later statements
+// are in.
 func (t *Tracer) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	s := Statement{Kind: KindGB, Text: "batch"}
 	if d.Batch != nil && len(d.Batch.QueuedQueries) > 0 {
-		first := t.info(d.Batch.QueuedQueries[0].SQL)
-		s = Statement{Kind: first.stmt.Kind, Text: first.batch}
-		for _, q := range d.Batch.QueuedQueries {
-			s.Alone = s.Alone || alone(conn, t.info(q.SQL))
-		}
+		s = t.batch(d.Batch.QueuedQueries, conn != nil && conn.PgConn().TxStatus() == 'I')
 	}
 	t.count(s)
 	return ctx
+}
+
+// batch is how a batch of the statements qs is counted, sent on a
+// connection outside a transaction (idle) or in one.
+func (t *Tracer) batch(qs []*pgx.QueuedQuery, idle bool) Statement {
+	first := t.info(qs[0].SQL)
+	s := Statement{Kind: first.stmt.Kind, Text: first.batch}
+	if txWord(first, "begin", "start") && len(qs) > 1 {
+		next := t.info(qs[1].SQL).stmt
+		s = Statement{Kind: next.Kind, Text: "batch: begin; " + next.Text}
+	}
+	for _, q := range qs {
+		i := t.info(q.SQL)
+		switch {
+		case txWord(i, "begin", "start"):
+			idle = false
+		case txWord(i, "commit", "end", "rollback"):
+			s.Alone = s.Alone || txWord(i, "commit", "end")
+			idle = true
+		default:
+			s.Alone = s.Alone || idle && i.writes
+		}
+	}
+	return s
+}
+
+// txWord says whether i is a transaction statement that starts with one
+// of words.
+func txWord(i sqlInfo, words ...string) bool {
+	if i.stmt.Kind != KindTx {
+		return false
+	}
+	first, _, _ := strings.Cut(i.stmt.Text, " ")
+	return slices.Contains(words, first)
 }
 
 // TraceBatchQuery does nothing: the batch was counted at its start.

@@ -67,22 +67,38 @@ func TestTraceCounts(t *testing.T) {
 	}
 }
 
-// TestTracerCachesWhatItKnows checks that a statement seen again is
-// counted as when it was first seen, in and out of a batch.
-func TestTracerCachesWhatItKnows(t *testing.T) {
+// TestBatchThatBegins checks how batches sent outside a transaction are
+// counted: one that begins a transaction (pgx's Batch.BeginTx) is named by
+// the statement after its BEGIN and is no commit whatever it writes; one
+// that writes is a commit, and so is one that commits.
+func TestBatchThatBegins(t *testing.T) {
 	tr := NewTracer()
-	ctx := t.Context()
-	for range 3 {
-		tr.TraceQueryStart(ctx, nil, pgx.TraceQueryStartData{SQL: "SELECT  1\n\tFROM x"})
+	queue := func(begin bool, sql ...string) []*pgx.QueuedQuery {
 		b := &pgx.Batch{}
-		b.Queue("SELECT  1\n\tFROM x")
-		tr.TraceBatchStart(ctx, nil, pgx.TraceBatchStartData{Batch: b})
+		if begin {
+			b.BeginTx(pgx.TxOptions{})
+		}
+		for _, q := range sql {
+			b.Queue(q)
+		}
+		return b.QueuedQueries
 	}
-	c := tr.Snapshot()
-	if c[Statement{Kind: KindGB, Text: "SELECT 1 FROM x"}] != 3 || c[Statement{Kind: KindGB, Text: "batch: SELECT 1 FROM x"}] != 3 {
-		t.Errorf("counts %v", c)
+	for _, c := range []struct {
+		qs   []*pgx.QueuedQuery
+		want Statement
+	}{
+		{queue(true, "SELECT id FROM r WHERE id = $1 FOR UPDATE", "UPDATE r SET n = 1"),
+			Statement{Kind: KindGB, Text: "batch: begin; SELECT id FROM r WHERE id = $1 FOR UPDATE"}},
+		{queue(false, "SELECT 1", "UPDATE r SET n = 2"), Statement{Kind: KindGB, Text: "batch: SELECT 1", Alone: true}},
+		{queue(false, "SELECT 1", "SELECT 2"), Statement{Kind: KindGB, Text: "batch: SELECT 1"}},
+		{queue(true, "UPDATE r SET n = 3", "commit"),
+			Statement{Kind: KindGB, Text: "batch: begin; UPDATE r SET n = 3", Alone: true}},
+	} {
+		if got := tr.batch(c.qs, true); got != c.want {
+			t.Errorf("batch %d statements: %+v, want %+v", len(c.qs), got, c.want)
+		}
 	}
-	if i := tr.info("INSERT INTO x VALUES (1)"); !i.writes || i.stmt.Kind != KindGB {
-		t.Errorf("info of an insert: %+v", i)
+	if got := tr.batch(queue(false, "UPDATE r SET n = 4"), false); got.Alone {
+		t.Errorf("a write in a transaction counted as a commit: %+v", got)
 	}
 }
