@@ -60,7 +60,8 @@ func (a *Service) endRunWith(ctx context.Context, tx pgx.Tx, run *Run, status, r
 	b.Queue(addEventSQL, ev...)
 	// A root's webhook is inserted with its end, once (webhook_enqueue.go).
 	hook := queueEndWebhook(b, run, status, errText)
-	jobs := queueRunJobs(b, []string{StepKind, TimeoutKind, MessageWakeKind}, []int64{run.ID}, self)
+	running := queueCancelRunJobs(b, []string{StepKind, TimeoutKind, MessageWakeKind}, []int64{run.ID}, self)
+	inboxClosed := a.queueCloseInbox(b, run.ID)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("error ending run %d: %w", run.ID, err)
 	}
@@ -68,20 +69,25 @@ func (a *Service) endRunWith(ctx context.Context, tx pgx.Tx, run *Run, status, r
 	if err := a.insertWebhookJob(ctx, tx, hook); err != nil {
 		return err
 	}
-	if err := a.cancelJobIDs(ctx, tx, *jobs); err != nil {
+	if err := a.cancelJobIDs(ctx, tx, *running); err != nil {
 		return err
 	}
 	if err := a.endRunSpans(ctx, tx, []*Run{run}, status, errText); err != nil {
 		return err
 	}
-	if err := a.closeInbox(ctx, tx, run.ID); err != nil {
-		return err
+	if !inboxClosed {
+		if err := a.closeInbox(ctx, tx, run.ID); err != nil {
+			return err
+		}
 	}
 	run.Status = status
-	if run.ParentID != nil {
-		return a.maybeResume(ctx, tx, *run.ParentID)
+	if run.ParentID == nil {
+		return nil
 	}
-	return nil
+	if end != nil && end.tree != nil {
+		return a.maybeResumeAfter(ctx, tx, run, end.tree)
+	}
+	return a.maybeResume(ctx, tx, *run.ParentID)
 }
 
 // cancelDescendants ends every descendant of a run that is still working,
@@ -143,30 +149,11 @@ func (a *Service) cancelJobs(ctx context.Context, tx pgx.Tx, runIDs []int64, sel
 // since it runs under the tree's lock.
 func (a *Service) cancelJobsOf(ctx context.Context, tx pgx.Tx, kinds []string, runIDs []int64, self int64) error {
 	b := &pgx.Batch{}
-	ids := queueRunJobs(b, kinds, runIDs, self)
+	running := queueCancelRunJobs(b, kinds, runIDs, self)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
-	return a.cancelJobIDs(ctx, tx, *ids)
-}
-
-// queueRunJobs queues in b the search for the unfinished jobs of the given
-// kinds of runs but the job self, through the index on their run
-// (runJobSQL); their ids are there once b is sent.
-func queueRunJobs(b *pgx.Batch, kinds []string, runIDs []int64, self int64) *[]int64 {
-	ids := new([]int64)
-	b.Queue(`SELECT j.id FROM unnest($2::bigint[]) AS r(id)
-		CROSS JOIN LATERAL (SELECT j.id FROM river_job j
-			WHERE `+runJobSQL("j", "r.id")+` AND j.kind = ANY($1) AND j.finalized_at IS NULL AND j.id <> $3) j`,
-		kinds, runIDs, self).Query(func(rows pgx.Rows) error {
-		found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return fmt.Errorf("error finding jobs to cancel: %w", err)
-		}
-		*ids = found
-		return nil
-	})
-	return ids
+	return a.cancelJobIDs(ctx, tx, *running)
 }
 
 // cancelJobIDs cancels the jobs ids in tx.

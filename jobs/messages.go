@@ -53,6 +53,17 @@ func (a *Service) closeInbox(ctx context.Context, tx pgx.Tx, id int64) error {
 	return a.messenger.InTx(tx).Close(ctx, id)
 }
 
+// queueCloseInbox queues the close of run id's inbox on b, when the
+// messenger can close it in the caller's batch (messenger.Postgres's
+// QueueClose); it reports whether it did.
+func (a *Service) queueCloseInbox(b *pgx.Batch, id int64) bool {
+	q, ok := a.messenger.(interface{ QueueClose(*pgx.Batch, int64) })
+	if ok {
+		q.QueueClose(b, id)
+	}
+	return ok
+}
+
 // WaitParker is a capability a Messenger declares: ParksWaits reports true
 // when its messages are rows a send's transaction commits, so a reader can
 // park its run and be resumed by the send. messenger.Postgres declares it.

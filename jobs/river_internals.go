@@ -250,3 +250,42 @@ func wakeProviderWaits(ctx context.Context, db riverDB, model string) (int, erro
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+// queueCancelRunJobs queues on b the cancellation of the unfinished jobs
+// of the given kinds of runs but the job self, found through the index on
+// their run (runJobSQL), in the one statement cancelRunJobsSQL. A job that
+// is not running is cancelled there as River's JobCancelTx cancels it:
+// state cancelled, finalized_at now, metadata cancel_attempted_at. The
+// ids of the running ones are there once b is sent, for cancelJobIDs:
+// River's JobCancelTx has their client cancel their work.
+//
+// No public API serves it: Client.JobCancelTx cancels one job a round trip
+// (each under the tree's lock here) and sends River's clients a
+// notification for each, which only the client of a running job acts on.
+// Tested by TestRiverCancelInABatchAsRiverCancels.
+func queueCancelRunJobs(b *pgx.Batch, kinds []string, runIDs []int64, self int64) *[]int64 {
+	running := new([]int64)
+	b.Queue(cancelRunJobsSQL, kinds, runIDs, self).Query(func(rows pgx.Rows) error {
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return fmt.Errorf("error cancelling the jobs of runs %v: %w", runIDs, err)
+		}
+		*running = ids
+		return nil
+	})
+	return running
+}
+
+// cancelRunJobsSQL is queueCancelRunJobs's statement: the jobs of kinds
+// $1 of runs $2 but job $3, locked; those not running cancelled; the ids
+// of those running returned.
+var cancelRunJobsSQL = `WITH found AS (
+		SELECT j.id, j.state FROM unnest($2::bigint[]) AS r(id)
+		CROSS JOIN LATERAL (SELECT j.id, j.state FROM river_job j
+			WHERE ` + runJobSQL("j", "r.id") + ` AND j.kind = ANY($1) AND j.finalized_at IS NULL AND j.id <> $3
+			FOR UPDATE) j),
+	cancelled AS (
+		UPDATE river_job SET state = 'cancelled', finalized_at = now(),
+			metadata = jsonb_set(metadata, '{cancel_attempted_at}', to_jsonb(now()), true)
+		FROM found WHERE river_job.id = found.id AND found.state <> 'running')
+	SELECT id FROM found WHERE state = 'running'`

@@ -342,3 +342,62 @@ func TestRiverFetchesTheEarliestScheduledFirst(t *testing.T) {
 		t.Fatalf("jobs started in the order %d, %d; want the protected %d first, then %d", first, second, protected, older)
 	}
 }
+
+// TestRiverCancelInABatchAsRiverCancels: queueCancelRunJobs leaves each
+// job that is not running as River's JobCancelTx leaves its twin
+// (cancelled, finalized, cancel_attempted_at in its metadata), leaves a
+// running one running and returns it, and touches neither the job it
+// spares nor another run's.
+func TestRiverCancelInABatchAsRiverCancels(t *testing.T) {
+	t.Parallel()
+	b := newProbeBundle(t)
+	ctx := context.Background()
+	job := func(kind string, run int64, state string) int64 {
+		var id int64
+		err := b.pool.QueryRow(ctx, `INSERT INTO river_job (args, kind, max_attempts, queue, state, scheduled_at, metadata)
+			VALUES (jsonb_build_object('run_id', $2::bigint), $1, 5, 'default', $3, now() + interval '1 hour', '{"k": 1}')
+			RETURNING id`, kind, run, state).Scan(&id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	const run, other = 7001, 7002
+	scheduled, available := job(TimeoutKind, run, "scheduled"), job(MessageWakeKind, run, "available")
+	running, spared, elsewhere := job(StepKind, run, "running"), job(StepKind, run, "available"), job(StepKind, other, "available")
+	twin := job(TimeoutKind, run+100, "scheduled")
+	var got *[]int64
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		batch := &pgx.Batch{}
+		got = queueCancelRunJobs(batch, []string{StepKind, TimeoutKind, MessageWakeKind}, []int64{run}, spared)
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return err
+		}
+		_, err := b.client.JobCancelTx(ctx, tx, twin)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(*got) != 1 || (*got)[0] != running {
+		t.Errorf("running jobs returned: %v, want [%d]", *got, running)
+	}
+	want := b.job(t, twin)
+	for _, id := range []int64{scheduled, available} {
+		j := b.job(t, id)
+		if j.State != want.State || j.FinalizedAt == nil || want.FinalizedAt == nil {
+			t.Errorf("job %d: %s, finalized %v; River's cancel: %s, finalized %v", id, j.State, j.FinalizedAt, want.State, want.FinalizedAt)
+		}
+		var meta, riverMeta map[string]any
+		if json.Unmarshal(j.Metadata, &meta) != nil || json.Unmarshal(want.Metadata, &riverMeta) != nil ||
+			len(meta) != len(riverMeta) || meta["cancel_attempted_at"] == nil || meta["k"] != riverMeta["k"] {
+			t.Errorf("job %d's metadata %s; River's cancel leaves %s", id, j.Metadata, want.Metadata)
+		}
+	}
+	for id, state := range map[int64]rivertype.JobState{running: rivertype.JobStateRunning,
+		spared: rivertype.JobStateAvailable, elsewhere: rivertype.JobStateAvailable} {
+		if j := b.job(t, id); j.State != state || j.FinalizedAt != nil {
+			t.Errorf("job %d: %s, finalized %v; want %s, not finalized", id, j.State, j.FinalizedAt, state)
+		}
+	}
+}

@@ -1,9 +1,11 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -181,6 +183,11 @@ func awaitedChildren(ctx context.Context, db DB, run *Run, names []string) ([]*R
 	if err != nil {
 		return nil, err
 	}
+	return awaitedOf(kids, names)
+}
+
+// awaitedOf is awaitedChildren of the sub-agents kids, oldest first.
+func awaitedOf(kids []*Run, names []string) ([]*Run, error) {
 	if len(kids) == 0 {
 		return nil, toolErrorf("you have no sub-agents to wait for")
 	}
@@ -304,6 +311,41 @@ func (a *Service) maybeResume(ctx context.Context, tx pgx.Tx, parentID int64) er
 		return nil
 	}
 	awaited, err := awaitedChildren(ctx, tx, parent, parent.WaitNames)
+	return a.resumeIfDone(ctx, tx, parent, awaited, err)
+}
+
+// maybeResumeAfter is maybeResume for the parent of run, which this
+// transaction ended, when the tree was read with its root's lock (tree,
+// deepest first): the parent and its sub-agents are read from it, with
+// no round trip, since every writer of the tree waits for that lock.
+// Without the tree, or a parent in it, it is maybeResume.
+func (a *Service) maybeResumeAfter(ctx context.Context, tx pgx.Tx, run *Run, tree []*Run) error {
+	var parent *Run
+	var kids []*Run
+	for _, r := range tree {
+		switch {
+		case r.ID == *run.ParentID:
+			parent = r
+		case r.ParentID != nil && *r.ParentID == *run.ParentID && r.ID == run.ID:
+			kids = append(kids, run) // as this transaction left it
+		case r.ParentID != nil && *r.ParentID == *run.ParentID:
+			kids = append(kids, r)
+		}
+	}
+	if parent == nil {
+		return a.maybeResume(ctx, tx, *run.ParentID)
+	}
+	if parent.Status != StatusWaiting || parent.WaitKind != waitSubagents {
+		return nil
+	}
+	slices.SortFunc(kids, func(x, y *Run) int { return cmp.Compare(x.ID, y.ID) })
+	awaited, err := awaitedOf(kids, parent.WaitNames)
+	return a.resumeIfDone(ctx, tx, parent, awaited, err)
+}
+
+// resumeIfDone resumes parent, parked on its sub-agents, when every one
+// it awaits (awaited, or an error finding them) has ended.
+func (a *Service) resumeIfDone(ctx context.Context, tx pgx.Tx, parent *Run, awaited []*Run, err error) error {
 	if err != nil {
 		if _, ok := err.(*toolError); !ok {
 			return err

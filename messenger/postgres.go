@@ -126,6 +126,18 @@ WITH gone AS (
 )
 SELECT pg_notify($2, $1::bigint::text) FROM gone WHERE waiting`
 
+// QueueClose queues Close on b, a batch the caller sends in its
+// transaction with its own statements: the inbox closes with no round
+// trip of its own.
+func (p *Postgres) QueueClose(b *pgx.Batch, id int64) {
+	b.Queue(closeSQL, id, notifyChannel).Exec(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() > 0 {
+			p.notifies.Add(1)
+		}
+		return nil
+	})
+}
+
 func (p *Postgres) close(ctx context.Context, q querier, id int64) error {
 	tag, err := q.Exec(ctx, closeSQL, id, notifyChannel)
 	if err != nil {

@@ -147,6 +147,29 @@ func TestPostgresCloseWakesWaiter(t *testing.T) {
 	}
 }
 
+// TestPostgresQueueCloseWakesWaiter: an inbox closed in the caller's batch
+// and transaction (QueueClose) wakes its waiter once the transaction
+// commits, as Close does.
+func TestPostgresQueueCloseWakesWaiter(t *testing.T) {
+	p, pool, _ := newPostgres(t, PostgresConfig{FallbackInterval: longWait})
+	blocked := blockedSignal(p)
+	mustOpen(t, p, 1)
+	res := receiveGuarded(t, p, context.Background(), 1, longWait)
+	awaitBlocked(t, blocked)
+	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue("SELECT 1")
+		p.QueueClose(b, 1)
+		return tx.SendBatch(context.Background(), b).Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; !errors.Is(r.err, ErrNoInbox) {
+		t.Fatalf("got %v, %v; want ErrNoInbox, the close waking the waiter", r.msgs, r.err)
+	}
+}
+
 func TestPostgresTxVariants(t *testing.T) {
 	p, pool, _ := newPostgres(t, PostgresConfig{FallbackInterval: longWait})
 	ctx := context.Background()
