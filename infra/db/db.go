@@ -61,9 +61,9 @@ const planCacheMode = "plan_cache_mode"
 // genericPlans is the plan_cache_mode of the pool's connections, unless
 // the URL sets one: each prepared statement is planned once per
 // connection. Postgres's default (auto) plans most of the project's
-// statements anew on every execution, which was a third of the CPU
-// Postgres spends on a step (the step's record, the next call's admission,
-// a knowledge-base search: 0.2-0.3 ms of planning each), and bought
+// statements anew on every execution (the step's record, the next call's
+// admission, a knowledge-base search: 0.2-0.3 ms of planning each, about
+// a quarter of the CPU Postgres spends on a step), and that bought
 // nothing: they select by key (a run, a tree, a call, a job), and a
 // search's text query is computed in the statement, where no custom plan
 // can see it. A URL with plan_cache_mode=auto restores the default.
