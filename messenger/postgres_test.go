@@ -133,40 +133,35 @@ func TestPostgresWaitHoldsNoPooledConnection(t *testing.T) {
 	}
 }
 
+// TestPostgresCloseWakesWaiter: closing an inbox wakes its waiter, by
+// Close, and by QueueClose in the caller's batch and transaction once it
+// commits.
 func TestPostgresCloseWakesWaiter(t *testing.T) {
-	p, _, _ := newPostgres(t, PostgresConfig{FallbackInterval: longWait})
-	blocked := blockedSignal(p)
-	mustOpen(t, p, 1)
-	res := receiveGuarded(t, p, context.Background(), 1, longWait)
-	awaitBlocked(t, blocked)
-	if err := p.Close(context.Background(), 1); err != nil {
-		t.Fatal(err)
+	closers := map[string]func(*Postgres, *pgxpool.Pool) error{
+		"Close": func(p *Postgres, _ *pgxpool.Pool) error { return p.Close(context.Background(), 1) },
+		"QueueClose": func(p *Postgres, pool *pgxpool.Pool) error {
+			return pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+				b := &pgx.Batch{}
+				b.Queue("SELECT 1")
+				p.QueueClose(b, 1)
+				return tx.SendBatch(context.Background(), b).Close()
+			})
+		},
 	}
-	if r := <-res; !errors.Is(r.err, ErrNoInbox) {
-		t.Fatalf("got %v, %v; want ErrNoInbox, the Close waking the waiter", r.msgs, r.err)
-	}
-}
-
-// TestPostgresQueueCloseWakesWaiter: an inbox closed in the caller's batch
-// and transaction (QueueClose) wakes its waiter once the transaction
-// commits, as Close does.
-func TestPostgresQueueCloseWakesWaiter(t *testing.T) {
-	p, pool, _ := newPostgres(t, PostgresConfig{FallbackInterval: longWait})
-	blocked := blockedSignal(p)
-	mustOpen(t, p, 1)
-	res := receiveGuarded(t, p, context.Background(), 1, longWait)
-	awaitBlocked(t, blocked)
-	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		b.Queue("SELECT 1")
-		p.QueueClose(b, 1)
-		return tx.SendBatch(context.Background(), b).Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := <-res; !errors.Is(r.err, ErrNoInbox) {
-		t.Fatalf("got %v, %v; want ErrNoInbox, the close waking the waiter", r.msgs, r.err)
+	for name, closeInbox := range closers {
+		t.Run(name, func(t *testing.T) {
+			p, pool, _ := newPostgres(t, PostgresConfig{FallbackInterval: longWait})
+			blocked := blockedSignal(p)
+			mustOpen(t, p, 1)
+			res := receiveGuarded(t, p, context.Background(), 1, longWait)
+			awaitBlocked(t, blocked)
+			if err := closeInbox(p, pool); err != nil {
+				t.Fatal(err)
+			}
+			if r := <-res; !errors.Is(r.err, ErrNoInbox) {
+				t.Fatalf("got %v, %v; want ErrNoInbox, the close waking the waiter", r.msgs, r.err)
+			}
+		})
 	}
 }
 
