@@ -24,7 +24,8 @@ ask.go: the request is assembled in prompt.go, fitted to the model's window
 in compaction.go (with jobs/compact), and admitted against the budget and
 the rate limit. The step's transaction is commit.go; its record and its
 details are steps_record.go; the statements it runs are named in
-queries.go. A failed step is handled in stepWorker.work: retried, put back
+queries.go. A transaction that opens with a batch sends its BEGIN in it
+(tx.go). A failed step is handled in stepWorker.work: retried, put back
 without spending an attempt, or, on its last attempt, its run ended.
 
 # Tools
@@ -43,7 +44,8 @@ as sources (sources.go). Text helpers are in text.go.
 
 team.go holds the tree's limits, spawning (spawn_subagent) and the wait for
 sub-agents (wait_subagents parks the parent; maybeResume resumes it in the
-transaction that ends its last awaited sub-agent). end.go is the one way a
+transaction that ends its last awaited sub-agent, maybeResumeAfter when
+that transaction read the tree with its lock). end.go is the one way a
 run ends (endRun): its working descendants first, then the run, then its
 parent's resume. timeout.go ends sub-agents past their type's wall-clock
 cap. Messages between agents go through the messenger (messages.go:
