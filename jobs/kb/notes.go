@@ -27,6 +27,16 @@ type Scope struct {
 const scopeSQL = `(d.dataset = $1 OR ($2::bigint <> 0 AND (d.tree_id = $2
 	OR d.tree_id IN (SELECT f.from_tree_id FROM gb_kb_notes_from f WHERE f.tree_id = $2))))`
 
+// scopeIDsSQL selects the ids of the documents in a scope (the documents
+// scopeSQL admits), each through an index: those of dataset $1, the notes
+// of tree $2, and the notes of the trees $2 reads notes from. A query
+// that starts from them reads the passages of its scope alone, where
+// scopeSQL's OR, tested row by row, read every passage of every dataset.
+const scopeIDsSQL = `SELECT id FROM gb_kb_documents WHERE dataset = $1
+	UNION SELECT id FROM gb_kb_documents WHERE $2::bigint <> 0 AND tree_id = $2
+	UNION SELECT d.id FROM gb_kb_notes_from f JOIN gb_kb_documents d ON d.tree_id = f.from_tree_id
+	WHERE $2::bigint <> 0 AND f.tree_id = $2`
+
 // Remember stores an agent's note in the notes of tree (the root of the
 // run's research), with its passages, where the agents of the tree find
 // it. It returns the note's document id.

@@ -56,7 +56,7 @@ func SearchIn(ctx context.Context, db DB, scope Scope, query string, limit int) 
 }
 
 // searchSQL ranks the passages of the documents of a scope (dataset $1,
-// tree $2) that match any term ($4, the terms joined by "or") in the
+// tree $2, scopeIDsSQL) that match any term ($4, the terms joined by "or") in the
 // documents that have none of the excluded terms ($5), then the
 // documents: those that have every term ($3, the query) first, then by
 // their best passage's rank, raised by a tenth of its log for each other
@@ -67,11 +67,12 @@ WITH q AS (
 	       websearch_to_tsquery('english', $4) AS any_q,
 	       websearch_to_tsquery('english', $5) AS not_q
 ),
+scope AS (` + scopeIDsSQL + `),
 m AS (
 	SELECT p.document_id, p.ord, p.start_char, p.char_len, p.heading, p.symbols,
 	       ts_rank_cd(p.tsv, q.any_q) AS r, p.tsv @@ q.every_q AS every_p
-	FROM gb_kb_passages p JOIN gb_kb_documents d ON d.id = p.document_id, q
-	WHERE ` + scopeSQL + ` AND p.tsv @@ q.any_q
+	FROM scope s JOIN gb_kb_passages p ON p.document_id = s.id, q
+	WHERE p.tsv @@ q.any_q
 ),
 best AS (
 	SELECT DISTINCT ON (document_id) *, count(*) OVER (PARTITION BY document_id) AS n
