@@ -53,22 +53,6 @@ const MaxConnsDefault = 20
 // rather than hanging them.
 const ConnectTimeoutDefault = 10 * time.Second
 
-// planCacheMode is the setting by which Postgres chooses between planning
-// a prepared statement anew for each execution's values (a custom plan)
-// and planning it once for any values (a generic plan).
-const planCacheMode = "plan_cache_mode"
-
-// genericPlans is the plan_cache_mode of the pool's connections, unless
-// the URL sets one: each prepared statement is planned once per
-// connection. Postgres's default (auto) plans most of the project's
-// statements anew on every execution (the step's record, the next call's
-// admission, a knowledge-base search: 0.2-0.3 ms of planning each, about
-// a quarter of the CPU Postgres spends on a step), and that bought
-// nothing: they select by key (a run, a tree, a call, a job), and a
-// search's text query is computed in the statement, where no custom plan
-// can see it. A URL with plan_cache_mode=auto restores the default.
-const genericPlans = "force_generic_plan"
-
 // Open creates a pool and checks that the database answers.
 func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	if cfg.URL == "" {
@@ -88,8 +72,6 @@ func Open(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	}
 	if cfg.Proxy {
 		pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec
-	} else if _, set := pc.ConnConfig.RuntimeParams[planCacheMode]; !set {
-		pc.ConnConfig.RuntimeParams[planCacheMode] = genericPlans
 	}
 	pc.ConnConfig.Tracer = &queryTracer{} // spans only under a recording span (tracer.go)
 	if cfg.BeforeConnect != nil {

@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/gbresearch/gb/infra/db"
@@ -31,38 +30,6 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		}
 		if !ok {
 			t.Errorf("table %s missing after migrate", table)
-		}
-	}
-}
-
-// TestOpenPlansStatementsOnce: the pool's connections plan each prepared
-// statement once (force_generic_plan), unless the URL sets plan_cache_mode,
-// and a Proxy pool, which prepares nothing, leaves Postgres's default.
-func TestOpenPlansStatementsOnce(t *testing.T) {
-	t.Parallel()
-	url := dbtest.NewURL(t)
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	for _, c := range []struct {
-		name string
-		cfg  db.PoolConfig
-		want string
-	}{
-		{"default", db.PoolConfig{URL: url, MaxConns: 1}, "force_generic_plan"},
-		{"the URL's", db.PoolConfig{URL: url + sep + "plan_cache_mode=auto", MaxConns: 1}, "auto"},
-		{"Proxy", db.PoolConfig{URL: url, MaxConns: 1, Proxy: true}, "auto"},
-	} {
-		pool, err := db.Open(context.Background(), c.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mode string
-		err = pool.QueryRow(context.Background(), "SHOW plan_cache_mode").Scan(&mode)
-		pool.Close()
-		if err != nil || mode != c.want {
-			t.Errorf("plan_cache_mode of the %s pool: %q, %v; want %q", c.name, mode, err, c.want)
 		}
 	}
 }
