@@ -156,7 +156,9 @@ func (a *Service) cancelJobsOf(ctx context.Context, tx pgx.Tx, kinds []string, r
 	return a.cancelJobIDs(ctx, tx, *running)
 }
 
-// cancelJobIDs cancels the jobs ids in tx.
+// cancelJobIDs cancels the jobs ids in tx through River, which tells the
+// client running one to stop it (queueCancelRunJobs cancels the others in
+// its batch).
 func (a *Service) cancelJobIDs(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	for _, id := range ids {
 		if _, err := a.river.JobCancelTx(ctx, tx, id); err != nil {
