@@ -271,20 +271,17 @@ func lockRun(ctx context.Context, tx pgx.Tx, id int64) (*Run, error) {
 // writers queue on its root and its event numbers follow its commits. It
 // returns the run as locked, or nil when the run is gone.
 func (a *Service) lockTree(ctx context.Context, tx pgx.Tx, run *Run) (*Run, error) {
-	runs, err := queryRuns(ctx, tx, lockTreeSQL, []int64{run.RootID, run.ID})
-	if err != nil {
-		return nil, fmt.Errorf("error locking tree %d: %w", run.RootID, err)
+	b := &pgx.Batch{}
+	locked := queueLockTree(b, run)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
 	}
-	for _, r := range runs {
-		if r.ID == run.ID {
-			return r, nil
-		}
-	}
-	return nil, nil
+	return *locked, nil
 }
 
-// queueLockTree queues on b lockTreeSQL for run: once b ran, *locked is
-// the run as locked, or nil when it is gone.
+// queueLockTree queues on b lockTree's statement for run, to go with
+// others in one round trip: once b ran, *locked is the run as locked, or
+// nil when it is gone.
 func queueLockTree(b *pgx.Batch, run *Run) (locked **Run) {
 	locked = new(*Run)
 	b.Queue(lockTreeSQL, []int64{run.RootID, run.ID}).Query(func(rows pgx.Rows) error {

@@ -324,10 +324,10 @@ func (a *Service) maybeResumeAfter(ctx context.Context, tx pgx.Tx, run *Run, tre
 	var kids []*Run
 	for _, r := range tree {
 		switch {
+		case r.ID == run.ID:
+			kids = append(kids, run) // as this transaction left it
 		case r.ID == *run.ParentID:
 			parent = r
-		case r.ParentID != nil && *r.ParentID == *run.ParentID && r.ID == run.ID:
-			kids = append(kids, run) // as this transaction left it
 		case r.ParentID != nil && *r.ParentID == *run.ParentID:
 			kids = append(kids, r)
 		}

@@ -131,11 +131,17 @@ SELECT pg_notify($2, $1::bigint::text) FROM gone WHERE waiting`
 // trip of its own.
 func (p *Postgres) QueueClose(b *pgx.Batch, id int64) {
 	b.Queue(closeSQL, id, notifyChannel).Exec(func(tag pgconn.CommandTag) error {
-		if tag.RowsAffected() > 0 {
-			p.notifies.Add(1)
-		}
+		p.countCloseNotify(tag)
 		return nil
 	})
+}
+
+// countCloseNotify counts the notification a close sent, if it woke a
+// waiter (closeSQL's one row).
+func (p *Postgres) countCloseNotify(tag pgconn.CommandTag) {
+	if tag.RowsAffected() > 0 {
+		p.notifies.Add(1)
+	}
 }
 
 func (p *Postgres) close(ctx context.Context, q querier, id int64) error {
@@ -143,9 +149,7 @@ func (p *Postgres) close(ctx context.Context, q querier, id int64) error {
 	if err != nil {
 		return fmt.Errorf("closing inbox of run %d: %w", id, err)
 	}
-	if tag.RowsAffected() > 0 {
-		p.notifies.Add(1)
-	}
+	p.countCloseNotify(tag)
 	return nil
 }
 
