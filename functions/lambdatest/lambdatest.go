@@ -10,21 +10,19 @@ package lambdatest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"go/build"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -169,10 +167,16 @@ func findRIE() (string, error) {
 
 // Function is a function running under the emulator.
 type Function struct {
-	// URL is the emulator's address, http://127.0.0.1:PORT.
-	URL  string
-	cmd  *exec.Cmd
-	logs *syncBuffer
+	// URL is the emulator's address, http://127.0.0.1:PORT. It changes
+	// only when Invoke starts the emulator again (see Invoke).
+	URL       string
+	rie       string
+	bootstrap string
+	env       map[string]string
+	logs      *os.File // what the emulators and the function printed
+	client    *http.Client
+	mu        sync.Mutex
+	emu       *emulator
 }
 
 // Start runs bootstrap under the emulator with only the given environment
@@ -180,48 +184,42 @@ type Function struct {
 // ends. Set AWS_LAMBDA_FUNCTION_TIMEOUT (seconds) to bound invocations.
 func Start(t testing.TB, bootstrap string, env map[string]string) *Function {
 	t.Helper()
-	rie := RIE(t)
-	apiPort, runtimePort := freePort(t), freePort(t)
-	f := &Function{URL: "http://127.0.0.1:" + strconv.Itoa(apiPort), logs: &syncBuffer{}}
-	f.cmd = exec.Command(rie,
-		"--runtime-interface-emulator-address", "127.0.0.1:"+strconv.Itoa(apiPort),
-		"--runtime-api-address", "127.0.0.1:"+strconv.Itoa(runtimePort),
-		bootstrap)
-	f.cmd.Dir = filepath.Dir(bootstrap)
-	f.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LOG_LEVEL=warn"}
-	for k, v := range env {
-		f.cmd.Env = append(f.cmd.Env, k+"="+v)
+	// A client of its own: no connection kept from another function's
+	// emulator, which may have had the same port.
+	logs, err := os.OpenFile(filepath.Join(t.TempDir(), "logs"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.cmd.Stdout, f.cmd.Stderr = f.logs, f.logs
-	// A process group of its own, so that stopping it stops the bootstrap
-	// the emulator started too.
-	f.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := f.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", rie, err)
+	f := &Function{rie: RIE(t), bootstrap: bootstrap, env: env, logs: logs,
+		client: &http.Client{Transport: &http.Transport{}}}
+	e, err := startEmulator(f, bootstrap, env)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, f.Logs())
 	}
+	f.emu, f.URL = e, e.url
 	t.Cleanup(func() {
-		_ = syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
-		_ = f.cmd.Wait()
+		f.mu.Lock()
+		f.emu.stop()
+		f.mu.Unlock()
+		f.client.CloseIdleConnections()
+		defer f.logs.Close()
 		if t.Failed() {
 			t.Logf("%s logs:\n%s", filepath.Base(filepath.Dir(bootstrap)), f.Logs())
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(apiPort), 100*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return f
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("emulator did not listen: %v\n%s", err, f.Logs())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return f
 }
 
-// Logs returns what the emulator and the function printed so far.
-func (f *Function) Logs() string { return f.logs.String() }
+// Logs returns what the emulator and the function printed so far. They
+// write to a file, not a pipe, so that once the emulator ended all it
+// wrote is there.
+func (f *Function) Logs() string {
+	b, err := os.ReadFile(f.logs.Name())
+	if err != nil {
+		return fmt.Sprintf("(the logs could not be read: %v)", err)
+	}
+	return string(b)
+}
 
 // Invocation is the emulator's answer to one invoke.
 type Invocation struct {
@@ -237,22 +235,72 @@ type Invocation struct {
 	Took time.Duration
 }
 
+// restarts is how many times one Invoke starts the emulator again.
+const restarts = 2
+
 // Invoke invokes the function with an event, as Lambda's Invoke API does.
+// When the emulator process ended under the request before the invocation
+// began (before it printed the invocation's START line), nothing of the
+// event reached the function, and Invoke starts the emulator again and
+// resends it, as Lambda's callers retry an invoke that never ran; it
+// says so in the test's log. An emulator that ended during an
+// invocation, or a broken request to a running one, fails the test.
 func (f *Function) Invoke(t testing.TB, event []byte) Invocation {
 	t.Helper()
-	began := time.Now()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, f.URL+InvokePath, bytes.NewReader(event))
-	if err != nil {
-		t.Fatal(err)
+	for attempt := 0; ; attempt++ {
+		f.mu.Lock()
+		e := f.emu
+		f.mu.Unlock()
+		id := newRequestID(t)
+		inv, err := f.invoke(e, id, event)
+		if err == nil {
+			return inv
+		}
+		ended, how := e.ended(5 * time.Second)
+		switch {
+		case !ended:
+			t.Fatalf("invoke %s: %v (the emulator still runs)\n%s", id, err, f.Logs())
+		case strings.Contains(f.Logs(), "START RequestId: "+id+" "):
+			t.Fatalf("invoke %s: %v; the emulator ended during the invocation (%s)\n%s", id, err, how, f.Logs())
+		case attempt == restarts:
+			t.Fatalf("invoke %s: %v; the emulator ended before the invocation began (%s), %d times\n%s", id, err, how, attempt+1, f.Logs())
+		}
+		t.Logf("invoke %s: the emulator ended before the invocation began (%s); starting it again", id, how)
+		f.restart(t, e)
 	}
-	res, err := http.DefaultClient.Do(req)
+}
+
+// restart replaces the ended emulator e with a new one.
+func (f *Function) restart(t testing.TB, e *emulator) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.emu != e {
+		return // another Invoke restarted it
+	}
+	next, err := startEmulator(f, f.bootstrap, f.env)
 	if err != nil {
-		t.Fatalf("invoke: %v\n%s", err, f.Logs())
+		t.Fatalf("%v\n%s", err, f.Logs())
+	}
+	f.emu, f.URL = next, next.url
+}
+
+// invoke sends one invoke request with the request id id.
+func (f *Function) invoke(e *emulator, id string, event []byte) (Invocation, error) {
+	began := time.Now()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, e.url+InvokePath, bytes.NewReader(event))
+	if err != nil {
+		return Invocation{}, fmt.Errorf("building the request: %w", err)
+	}
+	req.Header.Set("X-Amzn-RequestId", id)
+	res, err := f.client.Do(req)
+	if err != nil {
+		return Invocation{}, err
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
-		t.Fatal(err)
+		return Invocation{}, fmt.Errorf("reading the answer: %w", err)
 	}
 	inv := Invocation{Status: res.StatusCode, FunctionError: res.Header.Get("X-Amz-Function-Error"),
 		Body: body, Took: time.Since(began)}
@@ -267,7 +315,18 @@ func (f *Function) Invoke(t testing.TB, event []byte) Invocation {
 			inv.FunctionError = "Unhandled"
 		}
 	}
-	return inv
+	return inv, nil
+}
+
+// newRequestID returns a random request id in the UUID form Lambda uses.
+func newRequestID(t testing.TB) string {
+	t.Helper()
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // Event reads an event fixture and replaces each {{NAME}} in it with
@@ -366,31 +425,4 @@ func WaitNoBackends(t testing.TB, pool *pgxpool.Pool, appName string, within tim
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
