@@ -17,9 +17,9 @@ import (
 // the start's limits read and the run inserted with its first state, its
 // first event and the trees whose notes it reads (one batch; insertRootSQL
 // inserts only what the limits allow), its first step job inserted
-// (River's insert and its notification), and the commit. A start that reads the notes of
-// other trees checks that the user owns them first, and inserts its run in
-// a round trip of its own.
+// (River's insert and its notification), and the commit. A start that
+// reads the notes of other trees checks that the user owns them first,
+// and inserts its run in a round trip of its own.
 
 // lockUserSQL locks the user, so that the user's starts count working
 // researches one at a time, and reads the user's sub-agent bound and

@@ -24,6 +24,8 @@ type Scope struct {
 // scopeSQL is the condition that document d is in a scope: its dataset
 // is $1, or it is a note of tree $2 or of a tree that $2 reads notes
 // from. Every query of a scope puts the dataset at $1 and the tree at $2.
+// scopeIDsSQL is the same scope as a set of ids, for queries that start
+// from it; the two change together.
 const scopeSQL = `(d.dataset = $1 OR ($2::bigint <> 0 AND (d.tree_id = $2
 	OR d.tree_id IN (SELECT f.from_tree_id FROM gb_kb_notes_from f WHERE f.tree_id = $2))))`
 
