@@ -71,19 +71,37 @@ func waitParked(t *testing.T, pool *pgxpool.Pool, id int64, steps int) {
 }
 
 // requireHoldsNothing checks that a parked run has no job that runs or may
-// run now, only its wake job scheduled for later.
+// run now, only its wake job, waiting for its deadline.
+//
+// River's scheduler makes a scheduled job available up to one scheduler
+// interval (5 s) before it is due, and no worker fetches it before then, so
+// a wake job waits either as scheduled or as available with a due time
+// still ahead. Once the deadline has come the run may rightly be resuming:
+// on a machine slow enough for that to happen before the check, the check
+// has nothing left to say and says so in the log.
 func requireHoldsNothing(t *testing.T, pool *pgxpool.Pool, id int64) {
 	t.Helper()
-	var live, wakes int
-	err := pool.QueryRow(context.Background(), `SELECT
-			count(*) FILTER (WHERE state IN ('running', 'available', 'retryable')),
-			count(*) FILTER (WHERE kind = $2 AND state = 'scheduled')
-		FROM river_job WHERE args @> jsonb_build_object('run_id', $1::bigint)`, id, wakeKind).Scan(&live, &wakes)
+	var live int
+	var wake string
+	var due bool
+	err := pool.QueryRow(context.Background(), `WITH mine AS (
+			SELECT id, kind, state::text AS state, scheduled_at FROM river_job
+			WHERE args @> jsonb_build_object('run_id', $1::bigint)),
+		wake AS (SELECT id, state, scheduled_at FROM mine WHERE kind = $2 ORDER BY id DESC LIMIT 1)
+		SELECT (SELECT count(*) FROM mine WHERE state IN ('running', 'available', 'retryable')
+				AND id NOT IN (SELECT id FROM wake)),
+			coalesce((SELECT state FROM wake), ''),
+			coalesce((SELECT scheduled_at <= now() FROM wake), false)`, id, wakeKind).Scan(&live, &wake, &due)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if live != 0 || wakes != 1 {
-		t.Fatalf("parked run %d has %d jobs running or ready and %d scheduled wake jobs, want 0 and 1", id, live, wakes)
+	if due {
+		t.Logf("run %d: its deadline came before the check; it may be resuming (wake job %s)", id, wake)
+		return
+	}
+	if live != 0 || (wake != "scheduled" && wake != "available") {
+		t.Fatalf("parked run %d has %d other jobs running or ready and its last wake job is %q, want 0 and one waiting for its deadline",
+			id, live, wake)
 	}
 }
 
