@@ -78,8 +78,8 @@ func waitParked(t *testing.T, pool *pgxpool.Pool, id int64, steps int) {
 // a wake job waits either as scheduled or as available with a due time
 // still ahead. Once the deadline has come the run may rightly be resuming:
 // on a machine slow enough for that to happen before the check, the check
-// has nothing left to say and says so in the log.
-func requireHoldsNothing(t *testing.T, pool *pgxpool.Pool, id int64) {
+// has nothing left to say, says so in the log and returns false.
+func requireHoldsNothing(t *testing.T, pool *pgxpool.Pool, id int64) bool {
 	t.Helper()
 	var live int
 	var wake string
@@ -97,12 +97,13 @@ func requireHoldsNothing(t *testing.T, pool *pgxpool.Pool, id int64) {
 	}
 	if due {
 		t.Logf("run %d: its deadline came before the check; it may be resuming (wake job %s)", id, wake)
-		return
+		return false
 	}
 	if live != 0 || (wake != "scheduled" && wake != "available") {
 		t.Fatalf("parked run %d has %d other jobs running or ready and its last wake job is %q, want 0 and one waiting for its deadline",
 			id, live, wake)
 	}
+	return true
 }
 
 // jobsFor lists the states of a run's jobs of one kind, and for a step
