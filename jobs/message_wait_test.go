@@ -88,8 +88,8 @@ func requireHoldsNothing(t *testing.T, pool *pgxpool.Pool, id int64) bool {
 			SELECT id, kind, state::text AS state, scheduled_at FROM river_job
 			WHERE args @> jsonb_build_object('run_id', $1::bigint)),
 		wake AS (SELECT id, state, scheduled_at FROM mine WHERE kind = $2 ORDER BY id DESC LIMIT 1)
-		SELECT (SELECT count(*) FROM mine WHERE state IN ('running', 'available', 'retryable')
-				AND id NOT IN (SELECT id FROM wake)),
+		SELECT (SELECT count(*) FROM mine WHERE id NOT IN (SELECT id FROM wake)
+				AND (state IN ('running', 'available', 'retryable') OR (kind = $2 AND state = 'scheduled'))),
 			coalesce((SELECT state FROM wake), ''),
 			coalesce((SELECT scheduled_at <= now() FROM wake), false)`, id, wakeKind).Scan(&live, &wake, &due)
 	if err != nil {
@@ -100,7 +100,7 @@ func requireHoldsNothing(t *testing.T, pool *pgxpool.Pool, id int64) bool {
 		return false
 	}
 	if live != 0 || (wake != "scheduled" && wake != "available") {
-		t.Fatalf("parked run %d has %d other jobs running or ready and its last wake job is %q, want 0 and one waiting for its deadline",
+		t.Fatalf("parked run %d has %d other jobs running, ready or waking it and its last wake job is %q, want 0 and one waiting for its deadline",
 			id, live, wake)
 	}
 	return true
