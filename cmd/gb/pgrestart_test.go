@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -314,7 +315,7 @@ func startOwnPostgres(t *testing.T) *ownPostgres {
 			env = append(env, kv)
 		}
 	}
-	pg := &ownPostgres{script: script, env: append(env, "GB_PG_PORT="+strconv.Itoa(freePort(t)), "GB_PG_DIR="+dir)}
+	pg := &ownPostgres{script: script, env: append(env, "GB_PG_PORT="+strconv.Itoa(serverPort(t)), "GB_PG_DIR="+dir)}
 	t.Cleanup(func() {
 		if out, err := pg.cmd("wipe").CombinedOutput(); err != nil {
 			t.Errorf("wiping the test's Postgres: %v\n%s", err, out)
@@ -355,6 +356,47 @@ func stderrOf(err error) string {
 	return ""
 }
 
+// serverPort returns a free port for a server that must bind it again
+// after a restart or an outage: one outside the range the kernel gives
+// outgoing connections (net.ipv4.ip_local_port_range), which none of the
+// many connections a test run opens can take while the server is down. A
+// port from freePort is inside that range.
+func serverPort(t *testing.T) int {
+	t.Helper()
+	lo, hi := ephemeralRange(t)
+	for _, r := range [][2]int{{hi + 1, 65535}, {10000, lo - 1}} {
+		n := r[1] - r[0] + 1
+		if n <= 0 {
+			continue
+		}
+		start := rand.IntN(n) // apart from other processes that look the same way
+		for i := range n {
+			port := r[0] + (start+i)%n
+			if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+				_ = ln.Close()
+				return port
+			}
+		}
+	}
+	t.Fatalf("no free port outside the ephemeral range %d-%d", lo, hi)
+	return 0
+}
+
+// ephemeralRange reads the range of local ports the kernel picks for
+// outgoing connections.
+func ephemeralRange(t *testing.T) (lo, hi int) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Fatalf("reading the ephemeral port range: %v", err)
+	}
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		t.Fatalf("parsing the ephemeral port range %q: %v", b, err)
+	}
+	return lo, hi
+}
+
+// freePort returns a port free now, chosen by the kernel.
 func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
